@@ -1,0 +1,1 @@
+"""Commands of this group register on collsim.cli.app.app."""
