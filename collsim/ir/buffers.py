@@ -1,0 +1,80 @@
+"""Buffers a protocol declares: symmetric memory every rank allocates alike.
+
+A buffer is ``depth`` slots (single, double or triple buffering) of
+``regions`` regions (usually one per sending rank) of ``lines`` lines in a
+:class:`~collsim.ir.layout.LineLayout`. Rotation through the slots is not a
+buffer property but the ``slot`` expression in each access (``ITER % depth``),
+so the verifier's few iterations exercise exactly the rotation a long run
+does.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from collsim.ir.expr import Expr, as_expr
+from collsim.ir.layout import LineLayout
+
+__all__ = ["Buffer"]
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A symmetric buffer.
+
+    Parameters
+    ----------
+    name : str
+    layout : LineLayout
+    depth : int
+        Buffering depth: how many slots rotate.
+    regions : Expr
+        Regions per slot (e.g. ``NRANKS``: one per sender).
+    lines : Expr
+        Lines per region (may depend on ``MSG`` and ``NRANKS``).
+    init : str
+        Initial contents: ``"zero"`` or ``"sentinel"``.
+    role : str
+        What it is for, for humans: ``"data"``, ``"flags"``, ``"credits"``...
+
+    Examples
+    --------
+    >>> from collsim.ir.layout import counter_layout
+    >>> from collsim.ir.expr import NRANKS
+    >>> inbox = Buffer("inbox", counter_layout(), depth=1, regions=NRANKS, lines=1)
+    >>> inbox.total_lines({"NRANKS": 8, "MSG": 64})
+    8
+    """
+
+    name: str
+    layout: LineLayout
+    depth: int
+    regions: Expr
+    lines: Expr
+    init: str = "zero"
+    role: str = "data"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "regions", as_expr(self.regions))
+        object.__setattr__(self, "lines", as_expr(self.lines))
+        if self.depth < 1:
+            raise ValueError(f"buffer {self.name}: depth must be at least 1")
+        if self.init not in ("zero", "sentinel"):
+            raise ValueError(f"buffer {self.name}: init is 'zero' or 'sentinel', not {self.init!r}")
+
+    def total_lines(self, env) -> int:
+        return self.depth * self.regions.evaluate(env) * self.lines.evaluate(env)
+
+    def total_bytes(self, env) -> int:
+        return self.total_lines(env) * self.layout.line_bytes
+
+    def line_index(self, slot: int, region: int, line: int, env) -> int:
+        """Flat line index of ``[slot][region][line]``; raises IndexError when out of range."""
+        regions, lines = self.regions.evaluate(env), self.lines.evaluate(env)
+        if not (0 <= slot < self.depth and 0 <= region < regions and 0 <= line < lines):
+            raise IndexError(
+                f"buffer {self.name}: [slot {slot}][region {region}][line {line}] is outside "
+                f"[{self.depth}][{regions}][{lines}]"
+            )
+        return (slot * regions + region) * lines + line
+
+

@@ -1,0 +1,219 @@
+"""Integer expressions over the few symbols a protocol program depends on.
+
+A program is written once, symbolically, and instantiated by each consumer:
+the simulator and the verifier evaluate an expression for concrete values
+(``evaluate``), the emitter prints it as C (``to_c``).
+
+Symbols
+-------
+``RANK``, ``NRANKS``
+    this rank and the rank count.
+``ITER``
+    the collective's launch index; epochs and buffer rotation derive from it,
+    so two or three iterations in the verifier exercise what a long run does.
+``MSG``
+    message size in bytes per rank.
+Loop variables are plain :class:`Var` objects named by the loop.
+
+Examples
+--------
+>>> slot = ITER % 3
+>>> slot.evaluate({"ITER": 4})
+1
+>>> (ITER + 1).to_c()
+'(iter + 1)'
+>>> ceil_div(MSG, 8).evaluate({"MSG": 20})
+3
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Union
+
+__all__ = [
+    "Expr",
+    "Const",
+    "Var",
+    "BinOp",
+    "as_expr",
+    "ceil_div",
+    "mask",
+    "RANK",
+    "NRANKS",
+    "ITER",
+    "MSG",
+]
+
+ExprLike = Union["Expr", int]
+
+# C spelling of the built-in symbols in emitted kernels.
+_C_NAMES = {"RANK": "rank", "NRANKS": "nranks", "ITER": "iter", "MSG": "msg_bytes"}
+
+
+class Expr:
+    """Base of all expressions; supports ``+ - * // %`` and ``&``."""
+
+    def evaluate(self, env: Mapping[str, int]) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def to_c(self) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def free_vars(self) -> frozenset[str]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __add__(self, other: ExprLike) -> "Expr":
+        return _bin("+", self, other)
+
+    def __radd__(self, other: ExprLike) -> "Expr":
+        return _bin("+", other, self)
+
+    def __sub__(self, other: ExprLike) -> "Expr":
+        return _bin("-", self, other)
+
+    def __rsub__(self, other: ExprLike) -> "Expr":
+        return _bin("-", other, self)
+
+    def __mul__(self, other: ExprLike) -> "Expr":
+        return _bin("*", self, other)
+
+    def __rmul__(self, other: ExprLike) -> "Expr":
+        return _bin("*", other, self)
+
+    def __floordiv__(self, other: ExprLike) -> "Expr":
+        return _bin("//", self, other)
+
+    def __mod__(self, other: ExprLike) -> "Expr":
+        return _bin("%", self, other)
+
+    def __and__(self, other: ExprLike) -> "Expr":
+        return _bin("&", self, other)
+
+    def __neg__(self) -> "Expr":
+        return _bin("-", 0, self)
+
+
+@dataclass(frozen=True, eq=True)
+class Const(Expr):
+    """An integer literal."""
+
+    value: int
+
+    def evaluate(self, env: Mapping[str, int]) -> int:
+        return self.value
+
+    def to_c(self) -> str:
+        return str(self.value) if self.value >= 0 else f"({self.value})"
+
+    def free_vars(self) -> frozenset[str]:
+        return frozenset()
+
+    def __repr__(self) -> str:
+        return str(self.value)
+
+
+@dataclass(frozen=True, eq=True)
+class Var(Expr):
+    """A named symbol; its value comes from the environment."""
+
+    name: str
+
+    def evaluate(self, env: Mapping[str, int]) -> int:
+        try:
+            return int(env[self.name])
+        except KeyError:
+            raise KeyError(f"expression needs a value for {self.name!r}") from None
+
+    def to_c(self) -> str:
+        return _C_NAMES.get(self.name, self.name)
+
+    def free_vars(self) -> frozenset[str]:
+        return frozenset({self.name})
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+_PY_OPS = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "//": lambda a, b: a // b,
+    "%": lambda a, b: a % b,
+    "&": lambda a, b: a & b,
+}
+# Operands are non-negative wherever we use // and %, so C's truncating
+# division agrees with Python's flooring division.
+_C_OPS = {"+": "+", "-": "-", "*": "*", "//": "/", "%": "%", "&": "&"}
+
+
+@dataclass(frozen=True, eq=True)
+class BinOp(Expr):
+    """``left op right`` for op in ``+ - * // % &``."""
+
+    op: str
+    left: Expr
+    right: Expr
+
+    def evaluate(self, env: Mapping[str, int]) -> int:
+        return _PY_OPS[self.op](self.left.evaluate(env), self.right.evaluate(env))
+
+    def to_c(self) -> str:
+        return f"({self.left.to_c()} {_C_OPS[self.op]} {self.right.to_c()})"
+
+    def free_vars(self) -> frozenset[str]:
+        return self.left.free_vars() | self.right.free_vars()
+
+    def __repr__(self) -> str:
+        return f"({self.left!r} {self.op} {self.right!r})"
+
+
+def as_expr(value: ExprLike) -> Expr:
+    """Wrap an int as :class:`Const`; pass expressions through.
+
+    >>> as_expr(3)
+    3
+    """
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected an int or Expr, got {value!r}")
+    return Const(value)
+
+
+def _bin(op: str, left: ExprLike, right: ExprLike) -> Expr:
+    left_e, right_e = as_expr(left), as_expr(right)
+    # Fold constants so printed programs stay readable.
+    if isinstance(left_e, Const) and isinstance(right_e, Const):
+        return Const(_PY_OPS[op](left_e.value, right_e.value))
+    if op in ("+", "-") and isinstance(right_e, Const) and right_e.value == 0:
+        return left_e
+    if op == "*" and isinstance(right_e, Const) and right_e.value == 1:
+        return left_e
+    return BinOp(op, left_e, right_e)
+
+
+def ceil_div(numerator: ExprLike, denominator: ExprLike) -> Expr:
+    """``ceil(numerator / denominator)`` for non-negative operands.
+
+    >>> ceil_div(17, 8)
+    3
+    """
+    return (as_expr(numerator) + (as_expr(denominator) - 1)) // denominator
+
+
+def mask(value: ExprLike, bits: int) -> Expr:
+    """Keep the low ``bits`` bits, as a flag of that width does.
+
+    >>> mask(ITER + 1, 2).evaluate({"ITER": 3})
+    0
+    """
+    if bits >= 64:
+        return as_expr(value)
+    return as_expr(value) & ((1 << bits) - 1)
+
+
+RANK = Var("RANK")
+NRANKS = Var("NRANKS")
+ITER = Var("ITER")
+MSG = Var("MSG")

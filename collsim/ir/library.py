@@ -1,0 +1,80 @@
+"""Synchronization routines built from ordinary IR operations.
+
+A barrier is flag stores to peers plus polls, nothing more: keeping it in
+these terms lets the verifier see inside it, so a broken barrier is a mutant
+like any other, and lets the simulator cost its parts.
+"""
+from __future__ import annotations
+
+from collsim.ir.buffers import Buffer
+from collsim.ir.expr import NRANKS, RANK, Expr
+from collsim.ir.layout import counter_layout
+from collsim.ir.ops import AtLeast, Equals, PollUntil, Ref, Store, SyncGroup
+from collsim.ir.program import ProgramBuilder
+from collsim.ir.protocol import PEER, PEER_INDEX
+from collsim.ir.types import Issuer, Scope, Sem
+
+__all__ = ["inbox_buffer", "barrier", "credit_buffer", "wait_credit", "return_credit"]
+
+
+def inbox_buffer(name: str = "inbox") -> Buffer:
+    """One 8-byte flag per (receiver, sender) pair: ``inbox[region=sender]`` in the receiver's memory."""
+    return Buffer(name, counter_layout(8), depth=1, regions=NRANKS, lines=1, role="flags")
+
+
+def barrier(
+    b: ProgramBuilder,
+    epoch: Expr,
+    *,
+    inbox: str = "inbox",
+    arrive_sem: Sem = Sem.RELEASE,
+    wait_sem: Sem = Sem.ACQUIRE,
+    label: str = "barrier",
+) -> None:
+    """All-to-all barrier: store ``epoch`` into every peer's inbox, then poll every own inbox for it.
+
+    The group syncs first, so every thread's earlier writes precede the
+    leader's release, and again after, so no thread runs ahead of the
+    leader's acquire (PyTorch symmetric memory's "pattern 1").
+    """
+    b.emit(SyncGroup(label=f"{label}.sync_before"))
+    with b.loop(PEER_INDEX.name, NRANKS - 1):
+        b.emit(
+            Store(Ref(inbox, PEER, region=RANK), None, arrive_sem, Scope.SYS, flag=epoch,
+                  issuer=Issuer.LEADER, label=f"{label}.arrive")
+        )
+    with b.loop(PEER_INDEX.name, NRANKS - 1):
+        b.emit(
+            PollUntil(Ref(inbox, RANK, region=PEER), Equals(epoch), wait_sem, Scope.SYS,
+                      issuer=Issuer.LEADER, label=f"{label}.wait")
+        )
+    b.emit(SyncGroup(label=f"{label}.sync_after"))
+
+
+def credit_buffer(name: str = "credits") -> Buffer:
+    """Consumption counters: ``credits[region=receiver]`` in the sender's memory holds the receiver's last consumed ``seq + 1``."""
+    return Buffer(name, counter_layout(8), depth=1, regions=NRANKS, lines=1, role="credits")
+
+
+def wait_credit(
+    b: ProgramBuilder, to: Expr, seq: Expr, depth: int, *, slack: int = 0, credits: str = "credits",
+    sem: Sem = Sem.ACQUIRE,
+) -> None:
+    """Before writing slot ``seq % depth`` of ``to``, wait until ``to`` consumed ``seq - depth``.
+
+    ``slack`` > 0 lets the sender run that many sequence numbers further
+    ahead (a deliberate off-by-one for mutants).
+    """
+    b.emit(
+        PollUntil(Ref(credits, RANK, region=to), AtLeast(seq + 1 - depth - slack), sem, Scope.SYS,
+                  issuer=Issuer.LEADER, label="credit.wait")
+    )
+    b.emit(SyncGroup(label="credit.sync"))
+
+
+def return_credit(b: ProgramBuilder, frm: Expr, seq: Expr, *, credits: str = "credits",
+                  sem: Sem = Sem.RELEASE) -> None:
+    """Tell ``frm`` that ``seq`` is consumed, after every thread finished reading it."""
+    b.emit(SyncGroup(label="credit.sync_consumed"))
+    b.emit(Store(Ref(credits, frm, region=RANK), None, sem, Scope.SYS, flag=seq + 1,
+                 issuer=Issuer.LEADER, label="credit.return"))

@@ -1,0 +1,359 @@
+"""The operations of a per-rank program.
+
+Every operation works on a *range*: ``Ref(buffer, rank, slot, region, line,
+lines)`` names ``lines`` consecutive lines of one buffer in one rank's memory.
+The simulator costs a range as a whole; the verifier instantiates it with a
+tiny line count and sees one event per scalar element; the emitter prints a
+strided loop over it.
+
+Data flows through named *registers* (vectors of bytes local to the rank):
+a load or poll fills a register, a reduce combines sources into one, a store
+reads from a source. Sources are :class:`Input` (this iteration's input),
+:class:`Reg` or :class:`Fill` (a constant pattern: zero or the sentinel).
+
+A bound operation (see :func:`collsim.ir.program.flatten`) is the same class
+with every expression replaced by its integer value.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Mapping, Union
+
+from collsim.ir.expr import Expr, ExprLike, as_expr
+from collsim.ir.types import FenceKind, Issuer, RmwOp, Scope, Sem
+
+__all__ = [
+    "Ref",
+    "Input",
+    "Reg",
+    "Fill",
+    "Source",
+    "Equals",
+    "AtLeast",
+    "NotEqual",
+    "Predicate",
+    "Op",
+    "Store",
+    "Load",
+    "PollUntil",
+    "Fence",
+    "Atomic",
+    "Reduce",
+    "WriteOutput",
+    "SyncGroup",
+    "KernelBoundary",
+    "Loop",
+    "bind",
+]
+
+
+def _e(value: ExprLike) -> Expr:
+    return as_expr(value)
+
+
+@dataclass(frozen=True)
+class Ref:
+    """``lines`` lines starting at ``line`` of ``buffer[slot][region]`` in ``rank``'s memory."""
+
+    buffer: str
+    rank: Expr
+    slot: Expr = 0  # type: ignore[assignment]
+    region: Expr = 0  # type: ignore[assignment]
+    line: Expr = 0  # type: ignore[assignment]
+    lines: Expr = 1  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        for name in ("rank", "slot", "region", "line", "lines"):
+            value = getattr(self, name)
+            if isinstance(value, int):
+                object.__setattr__(self, name, _e(value))
+
+    def describe(self) -> str:
+        return f"{self.buffer}@{self.rank}[slot {self.slot}, region {self.region}, lines {self.line}+{self.lines}]"
+
+
+@dataclass(frozen=True)
+class Input:
+    """This rank's input for the current iteration, from byte ``offset``."""
+
+    offset: Expr = 0  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.offset, int):
+            object.__setattr__(self, "offset", _e(self.offset))
+
+
+@dataclass(frozen=True)
+class Reg:
+    """Register ``name`` from byte ``offset``.
+
+    ``count`` slices ``stride`` bytes apart stand for several operands at
+    once (the ``NRANKS - 1`` received vectors of a one-shot reduce).
+    """
+
+    name: str
+    offset: Expr = 0  # type: ignore[assignment]
+    count: Expr = 1  # type: ignore[assignment]
+    stride: Expr = 0  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        for name in ("offset", "count", "stride"):
+            if isinstance(getattr(self, name), int):
+                object.__setattr__(self, name, _e(getattr(self, name)))
+
+
+@dataclass(frozen=True)
+class Fill:
+    """A constant pattern in every data word: ``"zero"`` or ``"sentinel"``."""
+
+    pattern: str
+
+    def __post_init__(self) -> None:
+        if self.pattern not in ("zero", "sentinel"):
+            raise ValueError(f"fill pattern is 'zero' or 'sentinel', not {self.pattern!r}")
+
+
+Source = Union[Input, Reg, Fill]
+
+
+@dataclass(frozen=True)
+class Equals:
+    """Every polled word equals ``value`` (an epoch flag)."""
+
+    value: Expr
+
+    def __post_init__(self) -> None:
+        if isinstance(self.value, int):
+            object.__setattr__(self, "value", _e(self.value))
+
+
+@dataclass(frozen=True)
+class AtLeast:
+    """The polled counter is at least ``value``."""
+
+    value: Expr
+
+    def __post_init__(self) -> None:
+        if isinstance(self.value, int):
+            object.__setattr__(self, "value", _e(self.value))
+
+
+@dataclass(frozen=True)
+class NotEqual:
+    """No polled word equals ``value`` (the sentinel: data has overwritten it)."""
+
+    value: int
+
+
+Predicate = Union[Equals, AtLeast, NotEqual]
+
+
+@dataclass(frozen=True)
+class Op:
+    """Base of all operations. ``label`` names the op in timelines, counterexamples and emitted comments."""
+
+    def children(self) -> tuple["Op", ...]:
+        return ()
+
+
+@dataclass(frozen=True)
+class Store(Op):
+    """Store ``src`` into the data words and ``flag`` into the flag words of ``dst``'s lines."""
+
+    dst: Ref
+    src: Source | None
+    sem: Sem
+    scope: Scope
+    flag: Expr | None = None
+    issuer: Issuer = Issuer.ALL
+    label: str = "store"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.flag, int):
+            object.__setattr__(self, "flag", _e(self.flag))
+
+
+@dataclass(frozen=True)
+class Load(Op):
+    """Load the data words of ``src``'s lines into register ``into``."""
+
+    into: str
+    src: Ref
+    sem: Sem
+    scope: Scope
+    issuer: Issuer = Issuer.ALL
+    label: str = "load"
+    into_offset: Expr = 0  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.into_offset, int):
+            object.__setattr__(self, "into_offset", _e(self.into_offset))
+
+
+@dataclass(frozen=True)
+class PollUntil(Op):
+    """Spin loading ``src`` until ``until`` holds for every line's polled words.
+
+    The data words of the load that ends the spin go to register ``into``
+    (``None``: the poll only synchronizes).
+    """
+
+    src: Ref
+    until: Predicate
+    sem: Sem
+    scope: Scope
+    into: str | None = None
+    issuer: Issuer = Issuer.ALL
+    label: str = "poll"
+    into_offset: Expr = 0  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.into_offset, int):
+            object.__setattr__(self, "into_offset", _e(self.into_offset))
+
+
+@dataclass(frozen=True)
+class Fence(Op):
+    """``fence.sc`` or ``fence.acq_rel`` at ``scope``."""
+
+    kind: FenceKind
+    scope: Scope
+    issuer: Issuer = Issuer.ALL
+    label: str = "fence"
+
+
+@dataclass(frozen=True)
+class Atomic(Op):
+    """Atomic read-modify-write on every word of ``dst``'s lines.
+
+    ``operand`` is a data source (vector reductions such as 128-bit
+    ``red.add``) or an expression (counters). With ``into`` the old values
+    go to that register (``atom``); without, it is a reduction (``red``).
+    """
+
+    op: RmwOp
+    dst: Ref
+    operand: Source | Expr
+    sem: Sem
+    scope: Scope
+    into: str | None = None
+    issuer: Issuer = Issuer.ALL
+    label: str = "atomic"
+    into_offset: Expr = 0  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.operand, int):
+            object.__setattr__(self, "operand", _e(self.operand))
+        if isinstance(self.into_offset, int):
+            object.__setattr__(self, "into_offset", _e(self.into_offset))
+
+
+@dataclass(frozen=True)
+class Reduce(Op):
+    """Register ``into`` = elementwise ``op`` over ``srcs`` (``nbytes`` bytes each), at local memory speed.
+
+    With ``output_offset`` the result is also written to this rank's output
+    at that byte offset (the fused reduce-and-store of real kernels).
+    """
+
+    into: str
+    srcs: tuple[Source, ...]
+    nbytes: Expr
+    op: str = "sum"
+    label: str = "reduce"
+    output_offset: Expr | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("nbytes", "output_offset"):
+            if isinstance(getattr(self, name), int):
+                object.__setattr__(self, name, _e(getattr(self, name)))
+
+
+@dataclass(frozen=True)
+class WriteOutput(Op):
+    """Copy ``nbytes`` from ``src`` to this rank's output at byte ``offset``."""
+
+    src: Source
+    offset: Expr
+    nbytes: Expr
+    label: str = "write_output"
+
+    def __post_init__(self) -> None:
+        for name in ("offset", "nbytes"):
+            if isinstance(getattr(self, name), int):
+                object.__setattr__(self, name, _e(getattr(self, name)))
+
+
+@dataclass(frozen=True)
+class SyncGroup(Op):
+    """Barrier among the threads of this rank's group (``__syncthreads``)."""
+
+    label: str = "sync_group"
+
+
+@dataclass(frozen=True)
+class KernelBoundary(Op):
+    """The end of one launch.
+
+    CUDA stream order makes every memory operation of a launch happen before
+    those of the next launch on the same stream; the verifier models the
+    boundary as ``fence.sc.sys`` between unrolled iterations, the simulator
+    as the kernel's end.
+    """
+
+    label: str = "kernel_end"
+
+
+@dataclass(frozen=True)
+class Loop(Op):
+    """Run ``body`` for ``var`` = 0 .. ``count``-1."""
+
+    var: str
+    count: Expr
+    body: tuple[Op, ...] = field(default_factory=tuple)
+    label: str = "loop"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.count, int):
+            object.__setattr__(self, "count", _e(self.count))
+
+    def children(self) -> tuple[Op, ...]:
+        return self.body
+
+
+def _bind_value(value: Any, env: Mapping[str, int]) -> Any:
+    if isinstance(value, Expr):
+        return value.evaluate(env)
+    if isinstance(value, (Ref, Input, Reg, Equals, AtLeast)):
+        return _bind_fields(value, env)
+    if isinstance(value, tuple):
+        return tuple(_bind_value(item, env) for item in value)
+    return value
+
+
+def _bind_fields(obj: Any, env: Mapping[str, int]) -> Any:
+    changes = {f.name: _bind_value(getattr(obj, f.name), env) for f in fields(obj)}
+    bound = object.__new__(type(obj))
+    for name, value in changes.items():
+        object.__setattr__(bound, name, value)
+    return bound
+
+
+def bind(op: Op, env: Mapping[str, int]) -> Op:
+    """The same operation with every expression replaced by its value in ``env``.
+
+    Loops are not bound here; :func:`collsim.ir.program.flatten` unrolls them.
+
+    >>> from collsim.ir.expr import ITER, RANK
+    >>> op = Store(Ref("buf", RANK + 1, slot=ITER % 2), None, Sem.RELEASE, Scope.SYS, flag=ITER + 1)
+    >>> bound = bind(op, {"RANK": 0, "ITER": 3})
+    >>> bound.dst.rank, bound.dst.slot, bound.flag
+    (1, 1, 4)
+    """
+    if isinstance(op, Loop):
+        raise TypeError("bind() does not unroll loops; use collsim.ir.program.flatten")
+    return _bind_fields(op, env)
+
+
+# Keep `replace` importable from here for protocol authors who derive variants.
+__all__.append("replace")

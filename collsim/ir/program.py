@@ -1,0 +1,139 @@
+"""Per-rank programs: what an algorithm generates from a protocol, and how consumers unroll it."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Iterator, Mapping
+
+from collsim.ir.buffers import Buffer
+from collsim.ir.expr import Expr, Var, as_expr
+from collsim.ir.ops import Loop, Op, bind
+
+__all__ = ["Program", "FlatOp", "ProgramBuilder", "flatten", "walk"]
+
+
+@dataclass(frozen=True)
+class FlatOp:
+    """One bound operation of an unrolled program.
+
+    ``index`` is its position in program order; ``loops`` the loop variables
+    and their values around it (for names such as ``poll[k=2]``).
+    """
+
+    index: int
+    op: Op
+    loops: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def name(self) -> str:
+        label = getattr(self.op, "label", type(self.op).__name__.lower())
+        if not self.loops:
+            return label
+        return label + "[" + ",".join(f"{var}={value}" for var, value in self.loops) + "]"
+
+
+@dataclass(frozen=True)
+class Program:
+    """The symbolic program every rank runs for one collective call.
+
+    It depends on ``RANK``, ``NRANKS``, ``ITER`` and ``MSG``; consumers bind
+    them (:meth:`flatten`). ``registers`` maps each register to its size in
+    bytes (an expression).
+    """
+
+    protocol: str
+    algorithm: str
+    ops: tuple[Op, ...]
+    buffers: tuple[Buffer, ...]
+    registers: Mapping[str, Expr] = field(default_factory=dict)
+
+    def buffer(self, name: str) -> Buffer:
+        for buf in self.buffers:
+            if buf.name == name:
+                return buf
+        raise KeyError(f"program {self.protocol}/{self.algorithm} declares no buffer {name!r}")
+
+    def flatten(self, env: Mapping[str, int]) -> list[FlatOp]:
+        """Unroll loops and bind every expression for the given symbol values."""
+        return flatten(self.ops, env)
+
+    def op_count(self, env: Mapping[str, int]) -> int:
+        return len(self.flatten(env))
+
+
+def flatten(ops: tuple[Op, ...], env: Mapping[str, int]) -> list[FlatOp]:
+    """Unroll ``ops`` under ``env``; each loop variable is added to the environment of its body.
+
+    >>> from collsim.ir.ops import Fence, Loop
+    >>> from collsim.ir.types import FenceKind, Scope
+    >>> from collsim.ir.expr import NRANKS
+    >>> prog = (Loop("k", NRANKS - 1, (Fence(FenceKind.SC, Scope.SYS),)),)
+    >>> [f.name for f in flatten(prog, {"NRANKS": 3})]
+    ['fence[k=0]', 'fence[k=1]']
+    """
+    out: list[FlatOp] = []
+
+    def visit(seq: tuple[Op, ...], scope_env: dict[str, int], loops: tuple[tuple[str, int], ...]) -> None:
+        for op in seq:
+            if isinstance(op, Loop):
+                for value in range(op.count.evaluate(scope_env)):
+                    visit(op.body, {**scope_env, op.var: value}, loops + ((op.var, value),))
+            else:
+                out.append(FlatOp(len(out), bind(op, scope_env), loops))
+
+    visit(tuple(ops), dict(env), ())
+    return out
+
+
+def walk(ops: tuple[Op, ...]) -> Iterator[Op]:
+    """Every operation in ``ops``, loops included, depth first (symbolic, not unrolled)."""
+    for op in ops:
+        yield op
+        yield from walk(op.children())
+
+
+class ProgramBuilder:
+    """Collects operations; protocols and algorithms write programs through it.
+
+    >>> from collsim.ir.ops import Fence
+    >>> from collsim.ir.types import FenceKind, Scope
+    >>> b = ProgramBuilder()
+    >>> with b.loop("k", 2) as k:
+    ...     _ = b.emit(Fence(FenceKind.SC, Scope.SYS))
+    >>> len(b.ops), len(b.ops[0].body)
+    (1, 1)
+    """
+
+    def __init__(self) -> None:
+        self._stack: list[list[Op]] = [[]]
+        self.registers: dict[str, Expr] = {}
+        self._counter = 0
+
+    def emit(self, op: Op) -> Op:
+        self._stack[-1].append(op)
+        return op
+
+    @contextmanager
+    def loop(self, var: str, count: Expr | int) -> Iterator[Var]:
+        self._stack.append([])
+        try:
+            yield Var(var)
+        finally:
+            body = tuple(self._stack.pop())
+            self._stack[-1].append(Loop(var, as_expr(count), body))
+
+    def register(self, name: str, nbytes: Expr | int) -> str:
+        """Declare register ``name`` of ``nbytes`` bytes (the largest size wins)."""
+        self.registers.setdefault(name, as_expr(nbytes))
+        return name
+
+    def fresh(self, prefix: str) -> str:
+        """A register or variable name not used before."""
+        self._counter += 1
+        return f"{prefix}{self._counter}"
+
+    @property
+    def ops(self) -> tuple[Op, ...]:
+        if len(self._stack) != 1:
+            raise RuntimeError("a loop is still open")
+        return tuple(self._stack[0])

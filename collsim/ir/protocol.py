@@ -1,0 +1,246 @@
+"""The protocol contract: what a protocol declares and the hooks algorithms call.
+
+An *algorithm* (one-shot, two-shot, ring) decides what data goes where and
+in how many phases; a *protocol* decides how one phase's data is moved and
+synchronized. The algorithm describes each phase as an :class:`Exchange` (a
+set of sends and receives, possibly over a loop of peers) and asks the
+protocol to lower it to memory operations with :meth:`Protocol.exchange`.
+
+A protocol is a subclass of :class:`Protocol` in ``protocols/``; its class
+attributes are its declarations, read by every consumer.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Mapping
+
+from collsim.errors import ProtocolDefinitionError
+from collsim.ir.assumptions import get_assumption
+from collsim.ir.buffers import Buffer
+from collsim.ir.expr import ITER, NRANKS, RANK, Expr, Var, as_expr
+from collsim.ir.layout import LineLayout
+from collsim.ir.ops import Source
+from collsim.ir.program import ProgramBuilder
+
+__all__ = ["DataDomain", "Send", "Recv", "Exchange", "ReduceExchange", "Protocol", "PEER", "PEER_INDEX", "peer_ranks"]
+
+#: The loop variable of an exchange over all peers (0 .. NRANKS-2) ...
+PEER_INDEX = Var("k")
+#: ... and the peer it stands for: ranks are visited in rotated order, as
+#: PyTorch's one-shot kernel does, so the ranks do not all hit one peer at once.
+PEER = (RANK + 1 + PEER_INDEX) % NRANKS
+
+
+@dataclass(frozen=True)
+class DataDomain:
+    """A restriction on user data a protocol needs (e.g. no word equals the sentinel)."""
+
+    forbidden_word: int
+    statement: str
+
+
+@dataclass(frozen=True)
+class Send:
+    """Send ``nbytes`` of ``data`` to rank ``to``; ``offset`` is the data's byte offset in the message."""
+
+    to: Expr
+    data: Source
+    nbytes: Expr
+    offset: Expr
+
+    def __post_init__(self) -> None:
+        for name in ("to", "nbytes", "offset"):
+            object.__setattr__(self, name, as_expr(getattr(self, name)))
+
+
+@dataclass(frozen=True)
+class Recv:
+    """Receive ``nbytes`` from rank ``frm`` into register ``into``; ``offset`` as in the sender's :class:`Send`."""
+
+    frm: Expr
+    into: str
+    nbytes: Expr
+    offset: Expr
+    into_offset: Expr = 0  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        for name in ("frm", "nbytes", "offset", "into_offset"):
+            object.__setattr__(self, name, as_expr(getattr(self, name)))
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One communication phase of an algorithm.
+
+    Parameters
+    ----------
+    phase, phases_per_iter : Expr
+        This phase's index within the collective and the number of phases,
+        so ``seq = ITER * phases_per_iter + phase`` numbers every phase of
+        every launch on a channel: epochs, slots and credits derive from it.
+    sends, recvs : tuple
+        What this rank sends and receives. When ``over_peers`` is true they
+        are templates inside a loop over every other rank, whose rank is
+        :data:`PEER`.
+    lockstep : bool
+        True when the algorithm guarantees that a sender is at most one
+        ``seq`` ahead of its receiver's consumption on every channel (each
+        rank both sends to and receives from each peer every phase), so two
+        slots suffice without credits. Ring pipelines do not guarantee it.
+    """
+
+    phase: Expr
+    phases_per_iter: Expr
+    sends: tuple[Send, ...]
+    recvs: tuple[Recv, ...]
+    over_peers: bool = False
+    lockstep: bool = True
+    #: called by the protocol right after each receive completes (inside the
+    #: peer loop), for work the algorithm does per received piece
+    consume: Callable[[ProgramBuilder, Recv], None] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "phase", as_expr(self.phase))
+        object.__setattr__(self, "phases_per_iter", as_expr(self.phases_per_iter))
+
+    @property
+    def seq(self) -> Expr:
+        return ITER * self.phases_per_iter + self.phase
+
+
+@dataclass(frozen=True)
+class ReduceExchange:
+    """A phase in which every rank adds ``data`` into the result of each rank in ``targets``.
+
+    Only protocols with ``reduces_remotely`` implement it; the receiving
+    rank gets the finished sum in ``into``.
+    """
+
+    phase: Expr
+    phases_per_iter: Expr
+    data: Source
+    nbytes: Expr
+    into: str
+
+    def __post_init__(self) -> None:
+        for name in ("phase", "phases_per_iter", "nbytes"):
+            object.__setattr__(self, name, as_expr(getattr(self, name)))
+
+    @property
+    def seq(self) -> Expr:
+        return ITER * self.phases_per_iter + self.phase
+
+
+class Protocol:
+    """Base class of protocols.
+
+    Subclasses set the class attributes below and implement
+    :meth:`buffers` and :meth:`exchange` (and :meth:`reduce_exchange` when
+    ``reduces_remotely``). Constructor keyword arguments override entries of
+    ``default_params`` (e.g. ``flag_bits``), so the verifier can shrink a
+    flag and a mutant can change one parameter.
+    """
+
+    name: ClassVar[str]
+    #: algorithms this protocol has programs for
+    algorithms: ClassVar[tuple[str, ...]]
+    #: the layout of the lines that carry data
+    data_layout: ClassVar[LineLayout]
+    #: hardware assumptions (names in collsim.ir.assumptions) it relies on
+    assumptions: ClassVar[tuple[str, ...]] = ()
+    data_domain: ClassVar[DataDomain | None] = None
+    #: ranks add into each other's buffers (atomics) instead of reducing locally
+    reduces_remotely: ClassVar[bool] = False
+    #: the NCCL cost-model column that stands in for it in the analytic model
+    analytic_family: ClassVar[str] = "simple"
+    #: where the design comes from
+    citation: ClassVar[str] = ""
+    #: what a mutant is expected to break (empty for shipped protocols)
+    expected_violation: ClassVar[str | None] = None
+    default_params: ClassVar[Mapping[str, Any]] = {}
+
+    def __init__(self, **params: Any) -> None:
+        unknown = set(params) - set(self.default_params)
+        if unknown:
+            raise ProtocolDefinitionError(
+                f"protocol {self.name!r} has no parameter {sorted(unknown)[0]!r}",
+                field="params",
+                choices=sorted(self.default_params),
+            )
+        self.params: dict[str, Any] = {**self.default_params, **params}
+        for assumption in self.assumptions:
+            get_assumption(assumption)
+
+    # -- declarations derived from the IR ---------------------------------
+    @property
+    def payload_efficiency(self) -> float:
+        """Data bytes per wire byte of the data lines."""
+        return self.data_layout.payload_efficiency
+
+    @property
+    def flag_bits(self) -> int:
+        return int(self.params.get("flag_bits", 64))
+
+    def sync_rounds(self, algorithm: str) -> int:
+        """Global synchronization rounds beyond data-carried flags (barrier protocols override)."""
+        return 0
+
+    def describe(self) -> str:
+        doc = (type(self).__doc__ or "").strip().split("\n\n")[0]
+        return " ".join(doc.split())
+
+    # -- hooks ---------------------------------------------------------------
+    def buffers(self, transfer_bytes: Expr) -> tuple[Buffer, ...]:
+        """The buffers for phases that move at most ``transfer_bytes`` per send."""
+        raise NotImplementedError
+
+    def prologue(self, b: ProgramBuilder, transfer_bytes: Expr) -> None:
+        """Operations before the first phase (default: none)."""
+
+    def exchange(self, b: ProgramBuilder, ex: Exchange) -> None:
+        raise NotImplementedError
+
+    def reduce_exchange(self, b: ProgramBuilder, ex: ReduceExchange) -> None:
+        raise ProtocolDefinitionError(f"protocol {self.name!r} does not reduce remotely")
+
+    def epilogue(self, b: ProgramBuilder, transfer_bytes: Expr) -> None:
+        """Operations after the last phase (default: none)."""
+
+    # -- helpers for subclasses -------------------------------------------
+    def sends_then_recvs(self, b: ProgramBuilder, ex: Exchange, send, recv) -> None:
+        """Lower ``ex`` as all sends, then all receives (each followed by ``ex.consume``).
+
+        ``send(b, s)`` and ``recv(b, r)`` emit one send or receive; inside a
+        peer loop their templates refer to :data:`PEER`.
+        """
+        with _maybe_peer_loop(b, ex.over_peers):
+            for s in ex.sends:
+                send(b, s)
+        with _maybe_peer_loop(b, ex.over_peers):
+            for r in ex.recvs:
+                recv(b, r)
+                if ex.consume is not None:
+                    ex.consume(b, r)
+
+    def epoch(self, seq: Expr) -> Expr:
+        """The flag value of sequence number ``seq``: ``seq + 1`` in ``flag_bits`` bits, never the zero of fresh memory until it wraps."""
+        from collsim.ir.expr import mask
+
+        return mask(seq + 1, self.flag_bits)
+
+
+def peer_ranks() -> tuple[Expr, Expr]:
+    """``(next, prev)`` ranks on the ring, as expressions."""
+    return (RANK + 1) % NRANKS, (RANK + NRANKS - 1) % NRANKS
+
+
+class _NoLoop:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _maybe_peer_loop(b: ProgramBuilder, over_peers: bool):
+    return b.loop(PEER_INDEX.name, NRANKS - 1) if over_peers else _NoLoop()

@@ -1,0 +1,71 @@
+"""The vocabulary of memory operations: semantics, scopes, atomic operators.
+
+Names follow the PTX ISA (memory consistency model chapter): an access is
+``weak`` or strong (``relaxed``, ``acquire``, ``release``); ``volatile`` is
+kept as its own spelling because the emitter must print ``.volatile``, while
+the verifier treats it as ``relaxed`` at ``sys`` scope, as the ISA defines.
+"""
+from __future__ import annotations
+
+from enum import Enum
+
+__all__ = ["Sem", "Scope", "FenceKind", "RmwOp", "Issuer"]
+
+
+class Sem(str, Enum):
+    """Memory-order semantics of a load, store or atomic."""
+
+    WEAK = "weak"
+    RELAXED = "relaxed"
+    VOLATILE = "volatile"
+    ACQUIRE = "acquire"
+    RELEASE = "release"
+    ACQ_REL = "acq_rel"
+
+    @property
+    def is_strong(self) -> bool:
+        """Strong accesses can be morally strong; weak ones never are."""
+        return self is not Sem.WEAK
+
+    @property
+    def model_sem(self) -> str:
+        """The semantics the memory model sees (volatile is relaxed)."""
+        return "relaxed" if self is Sem.VOLATILE else self.value
+
+
+class Scope(str, Enum):
+    """The set of threads an operation's ordering guarantees apply to."""
+
+    CTA = "cta"
+    GPU = "gpu"
+    SYS = "sys"
+
+
+class FenceKind(str, Enum):
+    """``fence.sc`` or ``fence.acq_rel`` (PTX ``membar``/``fence``)."""
+
+    SC = "sc"
+    ACQ_REL = "acq_rel"
+
+
+class RmwOp(str, Enum):
+    """Atomic read-modify-write operators (``atom``/``red``)."""
+
+    ADD = "add"
+    EXCH = "exch"
+    CAS = "cas"
+    MIN = "min"
+    MAX = "max"
+
+
+class Issuer(str, Enum):
+    """Which threads of a rank's thread group issue an operation.
+
+    ``ALL``: the threads stride over the operation's lines (data movement).
+    ``LEADER``: thread 0 alone (flags, counters). The verifier gives each
+    rank more than one thread when it checks the "signal before the whole
+    group finished writing" class of bugs, so the difference matters.
+    """
+
+    ALL = "all"
+    LEADER = "leader"

@@ -1,0 +1,1 @@
+"""Deliberately broken protocol variants: each declares the property the verifier must find violated."""
