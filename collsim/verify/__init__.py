@@ -1,0 +1,1 @@
+"""Memory-model verification: events, axiomatic models (SC, PTX) and litmus tests."""

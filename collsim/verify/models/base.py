@@ -1,0 +1,441 @@
+"""What every memory model shares: values, reads-from, barriers, termination.
+
+:class:`Encoding` turns a :class:`~collsim.verify.events.Program` into z3
+constraints that every candidate execution satisfies, whatever the model:
+
+* ``exec(e)``: the event's guard;
+* read values: ``program.value_var(eid)``; written values from ``value`` or
+  the RMW operation;
+* reads-from: one Bool ``rf[w->r]`` per candidate write (``init:<loc>`` is the
+  initial write); an executed read reads from exactly one write and takes its
+  value;
+* single-copy-atomic groups (``atomic_group``);
+* barriers: completion and the ``bar_sync`` edges (see events.py);
+* termination: every assumption holds and no thread is stuck at a barrier.
+
+A model subclass adds coherence order, final values and its axioms.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import z3
+
+from collsim.verify.events import Event, Program, rmw_result
+
+__all__ = ["INIT_PREFIX", "Encoding", "Witness", "init_eid"]
+
+INIT_PREFIX = "init:"
+
+
+def init_eid(loc: str) -> str:
+    """The name of the initial write of ``loc``."""
+    return INIT_PREFIX + loc
+
+
+def _b(x: Any) -> z3.BoolRef:
+    return x if isinstance(x, z3.BoolRef) else z3.BoolVal(bool(x))
+
+
+def _is_true(x: z3.BoolRef) -> bool:
+    return z3.is_true(x)
+
+
+def _is_false(x: z3.BoolRef) -> bool:
+    return z3.is_false(x)
+
+
+def conj(*xs: Any) -> z3.BoolRef:
+    """``And`` that folds constants (keeps formulas small and readable)."""
+    out = []
+    for x in xs:
+        x = _b(x)
+        if _is_false(x):
+            return z3.BoolVal(False)
+        if not _is_true(x):
+            out.append(x)
+    if not out:
+        return z3.BoolVal(True)
+    return out[0] if len(out) == 1 else z3.And(out)
+
+
+def disj(xs: Iterable[Any]) -> z3.BoolRef:
+    """``Or`` that folds constants."""
+    out = []
+    for x in xs:
+        x = _b(x)
+        if _is_true(x):
+            return z3.BoolVal(True)
+        if not _is_false(x):
+            out.append(x)
+    if not out:
+        return z3.BoolVal(False)
+    return out[0] if len(out) == 1 else z3.Or(out)
+
+
+@dataclass
+class Witness:
+    """One execution, decoded from a z3 model for printing and inspection.
+
+    Attributes
+    ----------
+    executed : list of str
+        Eids of the events that ran.
+    rf : dict read eid -> write eid
+        Which write each executed read read from (``init:<loc>`` for the initial value).
+    values : dict eid -> int
+        Value returned by each executed read.
+    written : dict eid -> int
+        Value written by each executed write (RMWs that wrote).
+    co : dict loc -> list of (eid, eid)
+        Coherence-order pairs (immediate pairs only for a total order).
+    co_order : dict loc -> list of str
+        A linearisation of coherence order (init first).
+    final : dict loc -> int
+        Final value of each location.
+    extra : dict name -> int
+        Values of the caller's terms (registers, conditions), if asked.
+    """
+
+    executed: list[str]
+    rf: dict[str, str]
+    values: dict[str, int]
+    written: dict[str, int]
+    co: dict[str, list[tuple[str, str]]]
+    co_order: dict[str, list[str]]
+    final: dict[str, int]
+    extra: dict[str, Any] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    threads: dict[str, list[str]] = field(default_factory=dict)
+
+    def format(self) -> str:
+        """Readable multi-line description of the execution."""
+        lines = []
+        for thread, eids in self.threads.items():
+            lines.append(f"thread {thread}:")
+            for eid in eids:
+                if eid not in self.executed:
+                    continue
+                text = self.labels.get(eid, eid)
+                parts = []
+                if eid in self.values:
+                    parts.append(f"reads {self.values[eid]} from {self.rf.get(eid, '?')}")
+                if eid in self.written:
+                    parts.append(f"writes {self.written[eid]}")
+                tail = ("  -> " + "; ".join(parts)) if parts else ""
+                lines.append(f"  {eid}: {text}{tail}")
+        for loc, order in self.co_order.items():
+            lines.append(f"co {loc}: " + " < ".join(order))
+        if self.final:
+            lines.append("final: " + ", ".join(f"{k}={v}" for k, v in self.final.items()))
+        if self.extra:
+            lines.append("values: " + ", ".join(f"{k}={v}" for k, v in self.extra.items()))
+        return "\n".join(lines)
+
+
+class Encoding:
+    """Base encoding (see module docstring). Use a model's ``encode``.
+
+    Public API (all models)
+    -----------------------
+    executed(eid) -> z3 Bool
+    read_value(eid) -> z3 term            value returned by a read / RMW
+    written_value(eid) -> z3 term         value written by a W / RMW (or init:<loc>)
+    writes(eid) -> z3 Bool                the event executes and writes
+    rf_vars(read eid) -> dict write eid -> z3 Bool
+    co(a, b) -> z3 Bool                   a before b in coherence order (same loc)
+    final_value(loc) -> z3 term
+    """
+
+    model_name = "base"
+
+    def __init__(self, program: Program, solver: z3.Solver) -> None:
+        self.program = program
+        self.solver = solver
+        self.sort = program.sort
+        self.events = list(program.events)
+        self.ev = {e.eid: e for e in self.events}
+        self.placement = program.placement
+        self._written: dict[str, z3.ExprRef] = {}
+        self._writes: dict[str, z3.BoolRef] = {}
+        self._rf: dict[str, dict[str, z3.BoolRef]] = {}
+        self._bar_sync: dict[tuple[str, str], z3.BoolRef] = {}
+        self._bar_complete: dict[str, z3.BoolRef] = {}
+        self.locations = program.locations
+        self._build_common()
+
+    # ---------------------------------------------------------------- helpers
+    def add(self, *constraints: Any) -> None:
+        for c in constraints:
+            c = _b(c)
+            if not _is_true(c):
+                self.solver.add(c)
+
+    def bool(self, name: str) -> z3.BoolRef:
+        return z3.Bool(name)
+
+    def int(self, name: str) -> z3.ArithRef:
+        return z3.Int(name)
+
+    def val(self, v: Any) -> z3.ExprRef:
+        return self.program.const(v)
+
+    def po(self, a: Event, b: Event) -> bool:
+        """Static program order."""
+        return a.thread == b.thread and a.po_index < b.po_index
+
+    def same_thread(self, a: Event, b: Event) -> bool:
+        return a.thread == b.thread
+
+    def thread_events(self, thread: str) -> list[Event]:
+        return [e for e in self.events if e.thread == thread]
+
+    # ------------------------------------------------------------ public API
+    def executed(self, eid: str) -> z3.BoolRef:
+        if eid.startswith(INIT_PREFIX):
+            return z3.BoolVal(True)
+        return _b(self.ev[eid].guard)
+
+    def read_value(self, eid: str) -> z3.ExprRef:
+        return self.program.value_var(eid)
+
+    def written_value(self, eid: str) -> z3.ExprRef:
+        return self._written[eid]
+
+    def writes(self, eid: str) -> z3.BoolRef:
+        return self._writes[eid]
+
+    def rf_vars(self, eid: str) -> dict[str, z3.BoolRef]:
+        return self._rf[eid]
+
+    def co(self, a: str, b: str) -> z3.BoolRef:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def final_value(self, loc: str) -> z3.ExprRef:
+        return self.program.final_var(loc)
+
+    def writes_to(self, loc: str, *, with_init: bool = True) -> list[str]:
+        """Eids of the writes (and RMWs) of ``loc``; ``init:<loc>`` first."""
+        out = [init_eid(loc)] if with_init else []
+        out += [e.eid for e in self.events if e.is_write and e.loc == loc]
+        return out
+
+    def reads_of(self, loc: str) -> list[str]:
+        return [e.eid for e in self.events if e.is_read and e.loc == loc]
+
+    def rf(self, w: str, r: str) -> z3.BoolRef:
+        """``rf[w->r]`` or False when ``w`` is not a candidate for ``r``."""
+        return self._rf.get(r, {}).get(w, z3.BoolVal(False))
+
+    def loc_of(self, eid: str) -> str:
+        if eid.startswith(INIT_PREFIX):
+            return eid[len(INIT_PREFIX):]
+        return self.ev[eid].loc  # type: ignore[return-value]
+
+    # ---------------------------------------------------------- construction
+    def _build_common(self) -> None:
+        p = self.program
+        for loc in self.locations:
+            self._written[init_eid(loc)] = self.val(p.init_value(loc))
+            self._writes[init_eid(loc)] = z3.BoolVal(True)
+        for e in self.events:
+            if e.kind == "W":
+                self._written[e.eid] = self.val(e.value)
+                self._writes[e.eid] = self.executed(e.eid)
+            elif e.kind == "RMW":
+                old = self.read_value(e.eid)
+                operand = self.val(e.operand if e.operand is not None else 0)
+                compare = self.val(e.compare) if e.compare is not None else None
+                new, does = rmw_result(e.rmw_op, old, operand, compare)  # type: ignore[arg-type]
+                self._written[e.eid] = z3.simplify(new)
+                self._writes[e.eid] = conj(self.executed(e.eid), z3.simplify(does))
+        self._encode_rf()
+        self._encode_atomic_groups()
+        self._encode_barriers()
+        for a in p.assumptions:
+            self.add(a)
+
+    def rf_candidates(self, r: Event) -> list[str]:
+        """Writes ``r`` may read from: same location, not ``r``, not po-after ``r``."""
+        out = []
+        for w in self.writes_to(r.loc):  # type: ignore[arg-type]
+            if w == r.eid:
+                continue
+            if not w.startswith(INIT_PREFIX):
+                we = self.ev[w]
+                if we.thread == r.thread and we.po_index > r.po_index:
+                    continue
+            out.append(w)
+        return out
+
+    def _encode_rf(self) -> None:
+        for r in self.events:
+            if not r.is_read:
+                continue
+            ex = self.executed(r.eid)
+            choices = {}
+            for w in self.rf_candidates(r):
+                v = self.bool(f"rf[{w}->{r.eid}]")
+                choices[w] = v
+                self.add(z3.Implies(v, conj(ex, self.writes(w))),
+                         z3.Implies(v, self.read_value(r.eid) == self.written_value(w)))
+            self._rf[r.eid] = choices
+            vs = list(choices.values())
+            self.add(z3.Implies(ex, z3.PbEq([(v, 1) for v in vs], 1)))
+            self.add(z3.Implies(z3.Not(ex), z3.And([z3.Not(v) for v in vs] + [
+                self.read_value(r.eid) == self.val(0)])))
+
+    def _encode_atomic_groups(self) -> None:
+        wgroups: dict[str, list[Event]] = {}
+        rgroups: dict[str, list[Event]] = {}
+        for e in self.events:
+            if e.atomic_group is None or not e.is_memory:
+                continue
+            if e.is_write:
+                wgroups.setdefault(e.atomic_group, []).append(e)
+            if e.is_read and e.returns_value:
+                rgroups.setdefault(e.atomic_group, []).append(e)
+        for rname, reads in rgroups.items():
+            for wname, writes in wgroups.items():
+                # reads of this read group that access a location the write group writes
+                pairs = []
+                for r in reads:
+                    ws = [w for w in writes if w.loc == r.loc and w.eid != r.eid]
+                    if ws:
+                        pairs.append(disj(self.rf(w.eid, r.eid) for w in ws))
+                if len(pairs) < 2:
+                    continue
+                for a, b in zip(pairs, pairs[1:]):
+                    self.add(a == b)
+
+    # barriers ----------------------------------------------------------------
+    def _bar_group_key(self, e: Event) -> tuple[Any, ...]:
+        pl = self.placement[e.thread]
+        return (pl.gpu, pl.cta, str(e.bar_instance))
+
+    def _same_bar_id(self, a: Event, b: Event) -> z3.BoolRef:
+        if a.bar_id is None or b.bar_id is None:
+            return z3.BoolVal(True)
+        return _b(z3.simplify(self.val(a.bar_id) == self.val(b.bar_id)))
+
+    def _encode_barriers(self) -> None:
+        groups: dict[tuple[Any, ...], list[Event]] = {}
+        for e in self.events:
+            if e.kind == "BAR":
+                groups.setdefault(self._bar_group_key(e), []).append(e)
+        for members in groups.values():
+            syncsel: dict[str, z3.BoolRef] = {}
+            for b in members:
+                if b.bar_quorum is None:
+                    syncsel[b.eid] = self.executed(b.eid)
+                else:
+                    syncsel[b.eid] = self.bool(f"barsync[{b.eid}]")
+            for b in members:
+                ex = self.executed(b.eid)
+                same = {o.eid: self._same_bar_id(b, o) for o in members}
+                if b.bar_quorum is None:
+                    complete = conj(*[z3.Or(self.executed(o.eid), z3.Not(same[o.eid]))
+                                      for o in members])
+                else:
+                    q = self.val(b.bar_quorum)
+                    one, zero = self.val(1), self.val(0)
+                    reached = sum(z3.If(conj(self.executed(o.eid), same[o.eid]), one, zero)
+                                  for o in members)
+                    synced = sum(z3.If(conj(syncsel[o.eid], same[o.eid]), one, zero) for o in members)
+                    has_q = self.bool(f"barquorum[{b.eid}]")
+                    ge = (lambda x, y: z3.UGE(x, y)) if z3.is_bv(q) else (lambda x, y: x >= y)
+                    self.add(z3.Implies(ge(reached, q), has_q), has_q == ge(synced, q),
+                             z3.Implies(syncsel[b.eid], ex))
+                    complete = has_q
+                self._bar_complete[b.eid] = complete
+                # termination: a thread that reaches a barrier gets through it
+                self.add(z3.Implies(ex, complete))
+            for b1 in members:
+                for b2 in members:
+                    if b1.eid == b2.eid or b1.thread == b2.thread or b2.bar_arrive:
+                        continue
+                    s = conj(syncsel[b1.eid], self.executed(b2.eid), self._same_bar_id(b1, b2))
+                    if not _is_false(s):
+                        self._bar_sync[(b1.eid, b2.eid)] = s
+
+    def bar_sync_edges(self) -> dict[tuple[str, str], z3.BoolRef]:
+        """``(b1, b2) -> cond``: barrier ``b1`` synchronises with ``b2`` when ``cond``."""
+        return dict(self._bar_sync)
+
+    # ---------------------------------------------------------------- decoding
+    def co_order_pairs(self, m: z3.ModelRef, loc: str) -> list[tuple[str, str]]:
+        ws = [w for w in self.writes_to(loc) if z3.is_true(m.eval(self.writes(w), model_completion=True))]
+        out = []
+        for a in ws:
+            for b in ws:
+                if a != b and z3.is_true(m.eval(self.co(a, b), model_completion=True)):
+                    out.append((a, b))
+        return out
+
+    def _num(self, m: z3.ModelRef, t: z3.ExprRef) -> int:
+        v = m.eval(t, model_completion=True)
+        if z3.is_bv_value(v):
+            return v.as_signed_long()
+        return v.as_long()
+
+    def decode(self, m: z3.ModelRef, extra: dict[str, Any] | None = None) -> Witness:
+        """The execution described by model ``m``."""
+        executed = [e.eid for e in self.events if z3.is_true(m.eval(self.executed(e.eid), model_completion=True))]
+        rf: dict[str, str] = {}
+        values: dict[str, int] = {}
+        written: dict[str, int] = {}
+        for e in self.events:
+            if e.eid not in executed:
+                continue
+            if e.is_read:
+                values[e.eid] = self._num(m, self.read_value(e.eid))
+                for w, v in self._rf[e.eid].items():
+                    if z3.is_true(m.eval(v, model_completion=True)):
+                        rf[e.eid] = w
+            if e.is_write and z3.is_true(m.eval(self.writes(e.eid), model_completion=True)):
+                written[e.eid] = self._num(m, self.written_value(e.eid))
+        co: dict[str, list[tuple[str, str]]] = {}
+        co_order: dict[str, list[str]] = {}
+        final: dict[str, int] = {}
+        for loc in self.locations:
+            pairs = self.co_order_pairs(m, loc)
+            ws = [w for w in self.writes_to(loc) if z3.is_true(m.eval(self.writes(w), model_completion=True))]
+            co[loc] = pairs
+            co_order[loc] = _linearise(ws, pairs)
+            final[loc] = self._num(m, self.final_value(loc))
+        ext = {}
+        for k, t in (extra or {}).items():
+            if isinstance(t, z3.BoolRef):
+                ext[k] = z3.is_true(m.eval(t, model_completion=True))
+            elif isinstance(t, z3.ExprRef):
+                ext[k] = self._num(m, t)
+            else:
+                ext[k] = t
+        threads: dict[str, list[str]] = {}
+        for e in self.events:
+            threads.setdefault(e.thread, []).append(e.eid)
+        return Witness(executed=executed, rf=rf, values=values, written=written, co=co,
+                       co_order=co_order, final=final, extra=ext,
+                       labels={e.eid: e.text() for e in self.events}, threads=threads)
+
+
+def _linearise(nodes: list[str], pairs: list[tuple[str, str]]) -> list[str]:
+    """A topological order of ``nodes`` under ``pairs`` (stable, init first)."""
+    succ = {n: set() for n in nodes}
+    indeg = {n: 0 for n in nodes}
+    for a, b in pairs:
+        if a in succ and b in indeg and b not in succ[a]:
+            succ[a].add(b)
+            indeg[b] += 1
+    order = []
+    ready = [n for n in nodes if indeg[n] == 0]
+    while ready:
+        n = ready.pop(0)
+        order.append(n)
+        for s in sorted(succ[n], key=nodes.index):
+            indeg[s] -= 1
+            if indeg[s] == 0:
+                ready.append(s)
+    order += [n for n in nodes if n not in order]
+    return order

@@ -1,0 +1,209 @@
+"""Queries over a program's executions, with three-valued answers.
+
+``exists(program, C)`` asks whether some execution allowed by a memory model
+satisfies ``C``. The answer is a :class:`QueryResult`:
+
+* ``status == "sat"``: yes; ``witness`` describes one such execution;
+* ``status == "unsat"``: no execution does;
+* ``status == "unknown"``: z3 gave up (timeout, resource limit, ...);
+  ``reason`` says why. Unknown is never reported as "no".
+
+Conditions are z3 Bools over read values (``program.value_var(eid)``) and
+final values (``program.final_var(loc)``), or functions ``encoding -> Bool``
+for anything else the encoding exposes (``rf_vars``, ``co``, ...).
+
+Examples
+--------
+>>> from collsim.verify.events import ProgramBuilder
+>>> b = ProgramBuilder()
+>>> b.thread("P0", cta=0); b.thread("P1", cta=1)
+>>> _ = b.st("P0", "x", 1); _ = b.st("P0", "y", 1)
+>>> ry = b.ld("P1", "y"); rx = b.ld("P1", "x")
+>>> p = b.build()
+>>> cond = z3.And(p.value_var(ry) == 1, p.value_var(rx) == 0)
+>>> exists(p, cond, model="sc").status, exists(p, cond, model="ptx").status
+('unsat', 'sat')
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+import z3
+
+from collsim.verify.events import Program
+from collsim.verify.models import get_model
+from collsim.verify.models.base import Encoding, Witness
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "Condition",
+    "QueryResult",
+    "OutcomeSet",
+    "make_solver",
+    "check",
+    "encode",
+    "exists",
+    "always",
+    "outcomes",
+]
+
+#: Default wall-clock limit of one solver call, in seconds.
+DEFAULT_TIMEOUT_S = 30.0
+
+Condition = Union[z3.BoolRef, bool, Callable[[Encoding], z3.BoolRef], None]
+
+
+@dataclass
+class QueryResult:
+    """Answer of one query. ``status`` is ``"sat"``, ``"unsat"`` or ``"unknown"``."""
+
+    status: str
+    witness: Witness | None = None
+    reason: str | None = None
+    seconds: float = 0.0
+    model: str = ""
+
+    @property
+    def found(self) -> bool | None:
+        """True (sat), False (unsat) or None (unknown)."""
+        return {"sat": True, "unsat": False}.get(self.status)
+
+    @property
+    def unknown(self) -> bool:
+        return self.status == "unknown"
+
+    def describe(self) -> str:
+        if self.status == "unknown":
+            return f"unknown ({self.reason})"
+        return self.status
+
+
+@dataclass
+class OutcomeSet:
+    """All value tuples of some terms over the allowed executions.
+
+    ``complete`` is False when enumeration stopped early (``reason`` says why:
+    a timeout, an unknown answer, or the ``limit``).
+    """
+
+    names: tuple[str, ...]
+    values: set[tuple[Any, ...]] = field(default_factory=set)
+    complete: bool = True
+    reason: str | None = None
+    seconds: float = 0.0
+
+
+def make_solver(timeout_s: float | None = DEFAULT_TIMEOUT_S) -> z3.Solver:
+    """A fresh z3 solver with a per-call timeout (``None``: no limit)."""
+    s = z3.Solver()
+    if timeout_s is not None:
+        s.set("timeout", max(1, int(timeout_s * 1000)))
+    return s
+
+
+def check(solver: z3.Solver, *assumptions: z3.BoolRef) -> tuple[str, str | None]:
+    """``(status, reason)`` of ``solver.check``; reason only for unknown."""
+    try:
+        r = solver.check(*assumptions)
+    except z3.Z3Exception as exc:  # e.g. interrupted
+        return "unknown", f"z3 error: {exc}"
+    if r == z3.sat:
+        return "sat", None
+    if r == z3.unsat:
+        return "unsat", None
+    return "unknown", solver.reason_unknown() or "unknown"
+
+
+def encode(program: Program, model: str = "ptx", timeout_s: float | None = DEFAULT_TIMEOUT_S
+           ) -> tuple[Encoding, z3.Solver]:
+    """Encode ``program`` under ``model`` into a fresh solver; returns both.
+
+    Use this for several questions about one program: push/pop around each
+    condition, or pass conditions as ``check(solver, cond)`` assumptions.
+    """
+    solver = make_solver(timeout_s)
+    enc = get_model(model).encode(program, solver)
+    return enc, solver
+
+
+def _condition(enc: Encoding, cond: Condition) -> z3.BoolRef:
+    if cond is None:
+        return z3.BoolVal(True)
+    if callable(cond) and not isinstance(cond, z3.ExprRef):
+        cond = cond(enc)
+    if isinstance(cond, bool):
+        return z3.BoolVal(cond)
+    return cond
+
+
+def exists(program: Program, condition: Condition = None, *, model: str = "ptx",
+           timeout_s: float | None = DEFAULT_TIMEOUT_S,
+           extra: Mapping[str, Any] | None = None) -> QueryResult:
+    """Is there an execution allowed by ``model`` that satisfies ``condition``?
+
+    ``extra`` maps names to terms whose values the witness reports.
+    """
+    start = time.perf_counter()
+    enc, solver = encode(program, model, timeout_s)
+    solver.add(_condition(enc, condition))
+    status, reason = check(solver)
+    witness = enc.decode(solver.model(), dict(extra or {})) if status == "sat" else None
+    return QueryResult(status=status, witness=witness, reason=reason,
+                       seconds=time.perf_counter() - start, model=model)
+
+
+def always(program: Program, condition: Condition, *, model: str = "ptx",
+           timeout_s: float | None = DEFAULT_TIMEOUT_S,
+           extra: Mapping[str, Any] | None = None) -> QueryResult:
+    """Does every allowed execution satisfy ``condition``?
+
+    Returned as the search for a counterexample: ``"unsat"`` means it always
+    holds, ``"sat"`` comes with a counterexample witness.
+    """
+    if callable(condition) and not isinstance(condition, z3.ExprRef):
+        fn = condition
+        negated: Condition = lambda enc: z3.Not(fn(enc))  # noqa: E731
+    else:
+        negated = z3.Not(condition if not isinstance(condition, bool) else z3.BoolVal(condition))
+    return exists(program, negated, model=model, timeout_s=timeout_s, extra=extra)
+
+
+def outcomes(program: Program, terms: Mapping[str, Any], *, model: str = "ptx",
+             timeout_s: float | None = DEFAULT_TIMEOUT_S, limit: int = 10_000) -> OutcomeSet:
+    """Every tuple of values of ``terms`` (name -> z3 term) over allowed executions.
+
+    ``timeout_s`` bounds the whole enumeration.
+    """
+    start = time.perf_counter()
+    names = tuple(terms)
+    enc, solver = encode(program, model, timeout_s)
+    exprs = [_condition(enc, t) if callable(t) and not isinstance(t, z3.ExprRef) else t
+             for t in terms.values()]
+    result = OutcomeSet(names=names)
+    while True:
+        if timeout_s is not None:
+            left = timeout_s - (time.perf_counter() - start)
+            if left <= 0:
+                result.complete, result.reason = False, "timeout"
+                break
+            solver.set("timeout", max(1, int(left * 1000)))
+        status, reason = check(solver)
+        if status == "unsat":
+            break
+        if status == "unknown":
+            result.complete, result.reason = False, reason
+            break
+        m = solver.model()
+        vals = tuple(enc._num(m, t) if not isinstance(t, z3.BoolRef)
+                     else z3.is_true(m.eval(t, model_completion=True)) for t in exprs)
+        result.values.add(vals)
+        if len(result.values) >= limit:
+            result.complete, result.reason = False, f"limit of {limit} outcomes"
+            break
+        solver.add(z3.Or([t != (program.const(v) if not isinstance(t, z3.BoolRef) else z3.BoolVal(v))
+                          for t, v in zip(exprs, vals)]) if exprs else z3.BoolVal(False))
+    result.seconds = time.perf_counter() - start
+    return result
