@@ -1,0 +1,91 @@
+"""``collsim litmus``: run a litmus suite under a memory model and compare with its expectations."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from collsim.cli.app import app
+
+__all__ = ["litmus"]
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    console = Console(markup=False)
+    if not console.is_terminal:
+        console = Console(width=200, no_color=True, highlight=False, markup=False)
+    return console
+
+
+def _finish(ok: bool) -> None:
+    """Exit 1 when some test does not agree (SystemExit passes through the CLI's main)."""
+    if not ok:
+        raise SystemExit(1)
+
+
+@app.command("litmus")
+def litmus(
+    file: Path = typer.Argument(..., help="Litmus suite, one JSON test per line (.jsonl)."),
+    model: str = typer.Option("ptx", "--model", "-m", help="Memory model: ptx or sc."),
+    as_json: bool = typer.Option(False, "--json", help="Print results as JSON instead of a table."),
+    timeout: float = typer.Option(30.0, "--timeout", help="Solver time limit per test, in seconds."),
+    bound: int = typer.Option(1, "--bound", help="Loop unrolling bound (1: spin loops as 'wait until')."),
+    witness: bool = typer.Option(True, "--witness/--no-witness",
+                                 help="Show an execution for each disagreement that has one."),
+) -> None:
+    """Decide every test of FILE under MODEL; exit 0 if all agree with 'expected', else 1."""
+    from collsim.errors import InputError
+    from collsim.verify.litmus import evaluate, load_jsonl, summary
+    from collsim.verify.models import MODELS
+
+    if model not in MODELS:
+        raise InputError(f"unknown memory model '{model}'", field="--model", choices=sorted(MODELS))
+    if timeout <= 0:
+        raise InputError("the timeout must be positive", field="--timeout")
+    start = time.perf_counter()
+    tests = load_jsonl(file, bound=bound)
+    results = [evaluate(t, model=model, timeout_s=timeout, want_witness=witness) for t in tests]
+    wall = time.perf_counter() - start
+    summ = summary(results)
+    summ["wall_seconds"] = round(wall, 3)
+    ok = all(r.agrees is True for r in results)
+
+    if as_json:
+        print(json.dumps({"file": str(file), "model": model, "summary": summ,
+                          "results": [r.as_dict() for r in results]}, indent=2))
+        _finish(ok)
+        return
+
+    from rich import box
+    from rich.table import Table
+
+    console = _console()
+    table = Table(title=f"{file.name} under {model}", box=box.SIMPLE_HEAD, title_justify="left",
+                  pad_edge=False)
+    for name, justify in [("test", "left"), ("quantifier", "left"), ("expected", "left"),
+                          ("observed", "left"), ("agree", "left"), ("time (s)", "right")]:
+        table.add_column(name, justify=justify, no_wrap=True)
+    for r in results:
+        mark = {True: "yes", False: "NO", None: "?"}[r.agrees]
+        table.add_row(r.name, r.quantifier, r.expected or "-", r.observed, mark, f"{r.seconds:.3f}")
+    console.print(table)
+    bad = [r for r in results if r.agrees is not True]
+    if bad:
+        console.print(f"{len(bad)} test(s) do not agree:")
+        for r in bad:
+            why = f" ({r.reason})" if r.reason else ""
+            console.print(f"- {r.name} (line {r.line}): expected {r.expected}, observed {r.observed}{why}; "
+                          f"condition: {r.quantifier} {r.expr}")
+            if r.witness:
+                for line in r.witness.splitlines():
+                    console.print("    " + line)
+    console.print(
+        f"{summ['tests']} tests: {summ['agree']} agree, {summ['disagree']} disagree, "
+        f"{summ['unknown']} unknown; observed {summ['allowed']} allowed, {summ['forbidden']} forbidden; "
+        f"solver {summ['seconds']:.2f} s, total {wall:.2f} s")
+    _finish(ok)
