@@ -14,6 +14,28 @@ from collsim.errors import (
 
 __version__ = "0.1.0"
 
+# The API entry points load lazily, so ``import collsim`` stays cheap.
+_LAZY = {
+    "simulate": ("collsim.models", "simulate"),
+    "run_scenario": ("collsim.results", "run_scenario"),
+    "load_scenario": ("collsim.scenario", "load_scenario"),
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'collsim' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 __all__ = [
     "__version__",
     "CollsimError",
@@ -21,4 +43,7 @@ __all__ = [
     "ProtocolDefinitionError",
     "UnsupportedError",
     "VerificationRefused",
+    "simulate",
+    "run_scenario",
+    "load_scenario",
 ]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sys
 
+import click
+
 from collsim.cli.app import app
 from collsim.errors import CollsimError
 
@@ -23,6 +25,18 @@ from collsim.cli import (  # noqa: F401  (imported for registration)
 
 __all__ = ["app", "main"]
 
+# typer may carry its own copy of click; catch usage errors from either.
+_click_modules = [click.exceptions]
+try:
+    from typer._click import exceptions as _typer_click_exceptions
+except ImportError:  # typer versions that use click itself
+    pass
+else:
+    _click_modules.append(_typer_click_exceptions)
+_NO_ARGS = tuple(m.NoArgsIsHelpError for m in _click_modules if hasattr(m, "NoArgsIsHelpError"))
+_USAGE = tuple(m.UsageError for m in _click_modules)
+_ABORT = tuple(m.Abort for m in _click_modules if hasattr(m, "Abort"))
+
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return (and exit with) its status code."""
@@ -31,6 +45,17 @@ def main(argv: list[str] | None = None) -> int:
     except CollsimError as err:
         print(f"collsim: error: {err}", file=sys.stderr)
         sys.exit(err.exit_code)
+    except _NO_ARGS as err:  # a bare group: show its help
+        err.show()
+        sys.exit(2)
+    except _USAGE as err:  # also BadParameter, NoSuchOption: one line, no traceback
+        command = err.ctx.command_path if err.ctx is not None else "collsim"
+        message = " ".join(err.format_message().split())
+        print(f"collsim: error: {message} (see '{command} --help')", file=sys.stderr)
+        sys.exit(2)
+    except _ABORT:
+        print("collsim: aborted", file=sys.stderr)
+        sys.exit(1)
     except SystemExit as exc:  # typer/click --help, usage errors
         raise exc
     except KeyboardInterrupt:

@@ -1,1 +1,204 @@
-"""Commands of this group register on collsim.cli.app.app."""
+"""``collsim run`` (a scenario file) and ``collsim simulate`` (one configuration)."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from collsim.cli.app import app
+
+__all__ = ["run", "simulate_cmd"]
+
+
+def _console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    console = Console(stderr=stderr, markup=False)
+    if not console.is_terminal:
+        # Piped or captured: keep wide tables on one line each.
+        console = Console(stderr=stderr, width=220, no_color=True, highlight=False, markup=False)
+    return console
+
+
+def _results_table(records: list[dict[str, Any]], title: str) -> Any:
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    launches = {r["launch"] for r in records}
+    with_notes = any(r["note"] for r in records)
+    columns = [
+        ("size (B)", "right"),
+        ("count", "right"),
+        ("type", "left"),
+        ("redop", "left"),
+        ("algorithm", "left"),
+        ("protocol", "left"),
+        ("ranks", "right"),
+    ]
+    if len(launches) > 1:
+        columns.append(("launch", "left"))
+    columns += [
+        ("time (us)", "right"),
+        ("algbw (GB/s)", "right"),
+        ("busbw (GB/s)", "right"),
+        ("launch", "right"),
+        ("sync", "right"),
+        ("data", "right"),
+        ("reduce", "right"),
+    ]
+    if with_notes:
+        columns.append(("note", "left"))
+    for name, justify in columns:
+        table.add_column(name, justify=justify, no_wrap=name != "note")
+    previous = None
+    for r in records:
+        group = (r["ranks"], r["algorithm"], r["protocol"], r["launch"])
+        if previous is not None and group != previous:
+            table.add_section()
+        previous = group
+        cells = [
+            str(r["size_bytes"]),
+            str(r["count"]),
+            r["dtype"],
+            r["op"],
+            r["algorithm"],
+            r["protocol"],
+            str(r["ranks"]),
+        ]
+        if len(launches) > 1:
+            cells.append(r["launch"])
+        cells += [
+            f"{r['latency_us']:.2f}",
+            f"{r['algbw_gbps']:.2f}",
+            f"{r['busbw_gbps']:.2f}",
+            f"{r['launch_us']:.2f}",
+            f"{r['sync_us']:.2f}",
+            f"{r['data_us']:.2f}",
+            f"{r['reduce_us']:.2f}",
+        ]
+        if with_notes:
+            cells.append(r["note"])
+        table.add_row(*cells)
+    return table
+
+
+@app.command("run")
+def run(
+    file: Path = typer.Argument(..., help="Scenario YAML file (see scenarios/).", show_default=False),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory [default: reports/<name>]."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="Performance model (analytic, des) [default: the scenario's, else the default model]."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the results table."),
+) -> None:
+    """Run every configuration of a scenario; write results.csv and results.json.
+
+    Prints an nccl-tests-style table (size, count, type, redop, algorithm,
+    protocol, ranks, time, algbw, busbw, then the time breakdown in us) and
+    writes reports/<name>/results.csv and results.json.
+    """
+    from collsim.results import execute
+    from collsim.units import format_size
+
+    result = execute(file, out=out, model=model, progress=True, write=True)
+    scen = result.scenario
+    topo = scen.topology
+    console = _console()
+    if not quiet:
+        title = (
+            f"{scen.name}: AllReduce on {topo.name} ({topo.num_gpus} GPUs), model {result.model}, "
+            f"{len(result.records)} rows"
+        )
+        console.print(_results_table(result.records, title))
+    err = _console(stderr=True)
+    if result.skipped:
+        combos = {}
+        for s in result.skipped:
+            combos.setdefault(s.reason, []).append(f"{s.protocol}/{s.algorithm}/{s.ranks}")
+        for reason, which in combos.items():
+            shown = ", ".join(which[:6]) + (f" and {len(which) - 6} more" if len(which) > 6 else "")
+            err.print(f"skipped {shown}: {reason}", soft_wrap=True)
+    sizes = f"{format_size(min(scen.sizes))}..{format_size(max(scen.sizes))}"
+    console.print(
+        f"{len(result.records)} rows ({sizes}) -> {result.out_dir / 'results.csv'}, {result.out_dir / 'results.json'}",
+        soft_wrap=True,
+    )
+
+
+@app.command("simulate")
+def simulate_cmd(
+    topology: str = typer.Option("hgx-h100", "--topology", "-t", help="Topology preset or file (collsim topologies lists presets)."),
+    ranks: int = typer.Option(8, "--ranks", "-n", help="Number of GPUs taking part."),
+    algorithm: str = typer.Option("one-shot", "--algorithm", "-a", help="one-shot, two-shot or ring."),
+    protocol: str = typer.Option("ll", "--protocol", "-p", help="Protocol name (barrier, simple, ll, ll128, ...)."),
+    size: str = typer.Option("8KiB", "--size", "-s", help="Bytes per rank, e.g. 8, 8KiB, 1MB."),
+    launch: str = typer.Option("graph", "--launch", "-l", help="eager (with kernel-launch overhead) or graph (CUDA-graph steady state)."),
+    channels: Optional[int] = typer.Option(None, "--channels", "-c", help="Channels [default: chosen like NCCL]."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="Performance model (analytic, des) [default: the default model]."),
+    dtype: str = typer.Option("float32", "--dtype", help="Element type."),
+    op: str = typer.Option("sum", "--op", help="Reduction operator."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Cost one AllReduce configuration and print the result.
+
+    An algorithm or rank count the protocol cannot run is an error that lists
+    what it can run.
+    """
+    from collsim.models import simulate
+    from collsim.units import format_size, parse_size
+
+    try:
+        nbytes = parse_size(size)
+    except Exception as err:  # noqa: BLE001 - re-raised located below
+        from collsim.errors import InputError
+
+        if isinstance(err, InputError):
+            raise InputError(err.message, field="--size", choices=err.choices) from None
+        raise
+    result = simulate(
+        topology=topology,
+        ranks=ranks,
+        algorithm=algorithm,
+        protocol=protocol,
+        size_bytes=nbytes,
+        launch=launch,
+        channels=channels,
+        model=model,
+        dtype=dtype,
+        op=op,
+    )
+    if as_json:
+        doc = {
+            "topology": topology,
+            "ranks": ranks,
+            "algorithm": algorithm,
+            "protocol": protocol,
+            "size_bytes": nbytes,
+            "launch": launch,
+            "dtype": dtype,
+            "op": op,
+            **{k: v for k, v in result.to_dict().items() if k != "timeline"},
+        }
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        return
+    console = _console()
+    b = result.breakdown
+    console.print(
+        f"{protocol} {algorithm} AllReduce, {ranks} ranks on {topology}, {format_size(nbytes)} {dtype} {op}, "
+        f"{launch} launch, model {result.model}"
+        + (f", {result.channels} channels" if result.channels else ""),
+        soft_wrap=True,
+    )
+    console.print(
+        f"  time {result.latency_us:.2f} us   algbw {result.algbw_gbps:.2f} GB/s   busbw {result.busbw_gbps:.2f} GB/s",
+        soft_wrap=True,
+    )
+    console.print(
+        f"  launch {b['launch']:.2f} us   sync {b['sync']:.2f} us   data {b['data']:.2f} us   reduce {b['reduce']:.2f} us"
+        + (f"   ({result.events} events)" if result.events else ""),
+        soft_wrap=True,
+    )
+    for note in result.notes:
+        console.print(f"  note: {note}", soft_wrap=True)

@@ -1,0 +1,118 @@
+"""The shape of a scenario file (pydantic) and the resolved :class:`Scenario`."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, StrictFloat, StrictInt
+
+__all__ = ["ScenarioFile", "Scenario", "FIELD_HELP"]
+
+Number = StrictInt | StrictFloat | str
+
+
+class ScenarioFile(BaseModel):
+    """Keys a scenario file may hold; names and values are checked after this by the loader."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = None
+    description: str | None = None
+    topology: str | dict[str, Any]
+    ranks: Number | list[Number]
+    sizes: Number | list[Number]
+    algorithms: str | list[str] | None = None
+    protocols: str | list[str] | None = None
+    launch: str | list[str] = "graph"
+    channels: StrictInt | None = None
+    dtype: str = "float32"
+    op: str = "sum"
+    model: str | None = None
+    output: str | None = None
+    costs: dict[str, Any] | None = None
+    sweep: Any = None
+
+
+#: One line per key, for error messages and ``--help``.
+FIELD_HELP: dict[str, str] = {
+    "name": "scenario name (default: the file name without .yaml); names reports/<name>",
+    "description": "free text, copied into results.json",
+    "topology": "preset name (collsim topologies) or an inline topology mapping",
+    "ranks": "rank counts: a number, a list, or a range such as '2..8' or '2..72 x2'",
+    "sizes": "bytes per rank: a size, a list, or a range such as '8B..64MiB x2' or '8B..1KiB +8B'",
+    "algorithms": "one-shot, two-shot, ring (default: all)",
+    "protocols": "protocol names (default: all)",
+    "launch": "eager (pays kernel-launch overhead) or graph (CUDA-graph steady state); a list runs both",
+    "channels": "channels per collective, or null to choose like NCCL",
+    "dtype": "element type (sets the element size)",
+    "op": "reduction operator",
+    "model": "performance model (default: the registry's default)",
+    "output": "output directory (default: reports/<name>)",
+    "costs": "cost-parameter overrides, checked by the model",
+    "sweep": "reserved; not supported yet",
+}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A checked scenario, ready to expand into rows.
+
+    Attributes
+    ----------
+    name : str
+    topology : Topology
+        The loaded topology.
+    topology_spec : str or dict
+        What the file said (a preset name or an inline mapping).
+    ranks, sizes : tuple of int
+    algorithms, protocols, launch : tuple of str
+    channels : int or None
+    dtype : str
+    elem_bytes : int
+    op : str
+    model : str or None
+        ``None`` means the registry default at run time.
+    output : Path
+    costs : dict
+    description : str or None
+    source : str or None
+        The file it came from.
+    """
+
+    name: str
+    topology: Any
+    topology_spec: Any
+    ranks: tuple[int, ...]
+    sizes: tuple[int, ...]
+    algorithms: tuple[str, ...]
+    protocols: tuple[str, ...]
+    launch: tuple[str, ...]
+    channels: int | None
+    dtype: str
+    elem_bytes: int
+    op: str
+    model: str | None
+    output: Path
+    costs: dict[str, Any] = field(default_factory=dict)
+    description: str | None = None
+    source: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The scenario as plain data, with every list expanded (for results.json)."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "source": self.source,
+            "topology": self.topology_spec,
+            "ranks": list(self.ranks),
+            "sizes": list(self.sizes),
+            "algorithms": list(self.algorithms),
+            "protocols": list(self.protocols),
+            "launch": list(self.launch),
+            "channels": self.channels,
+            "dtype": self.dtype,
+            "op": self.op,
+            "model": self.model,
+            "costs": self.costs,
+        }
