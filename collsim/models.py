@@ -273,16 +273,18 @@ def register_model(
 
 
 def _discover() -> None:
+    """Import the packages that register models (once; a package not installed is skipped)."""
     global _discovered
     if _discovered:
         return
-    _discovered = True
     for package in _MODEL_PACKAGES:
         try:
             importlib.import_module(package)
         except ModuleNotFoundError as err:
-            if err.name is None or not package.startswith(err.name) and err.name != package:
+            # Only the package itself being absent is fine; a broken import inside it is not.
+            if err.name is None or not (package == err.name or package.startswith(err.name + ".")):
                 raise
+    _discovered = True
 
 
 def list_models() -> list[str]:

@@ -51,7 +51,7 @@ def test_run_writes_csv_and_json(write_scenario, collsim_cli, tmp_path, monkeypa
     # The table: nccl-tests' column order, then the breakdown.
     header = next(line for line in out.splitlines() if "size (B)" in line)
     order = ["size (B)", "count", "type", "redop", "algorithm", "protocol", "ranks", "launch",
-             "time (us)", "algbw (GB/s)", "busbw (GB/s)", "sync", "data", "reduce"]
+             "time (us)", "algbw (GB/s)", "busbw (GB/s)", "launch us", "sync us", "data us", "reduce us"]
     positions = [header.index(name) for name in order]
     assert positions == sorted(positions)
     assert "skipped" in err and "barrier" in err

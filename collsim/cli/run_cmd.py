@@ -45,10 +45,10 @@ def _results_table(records: list[dict[str, Any]], title: str) -> Any:
         ("time (us)", "right"),
         ("algbw (GB/s)", "right"),
         ("busbw (GB/s)", "right"),
-        ("launch", "right"),
-        ("sync", "right"),
-        ("data", "right"),
-        ("reduce", "right"),
+        ("launch us", "right"),
+        ("sync us", "right"),
+        ("data us", "right"),
+        ("reduce us", "right"),
     ]
     if with_notes:
         columns.append(("note", "left"))
