@@ -394,12 +394,14 @@ def execute(
     """Load, expand, run and (optionally) write a scenario; the CLI and :func:`run_scenario` share it."""
     from collsim.scenario import load_scenario
 
-    scenario = load_scenario(source)
+    if model is not None:
+        get_model(model)  # an unknown --model is reported before the file is read
+    scenario = load_scenario(source, model=model)
     model_name, _ = get_model(model if model is not None else scenario.model)
     if model is not None and scenario.costs:
         from collsim.models import validate_costs
 
-        validate_costs(model_name, scenario.costs)
+        validate_costs(model_name, scenario.costs)  # a Scenario passed in was checked for another model
     rows, skipped = expand_rows(scenario, model_name)
     if not rows:
         reasons = sorted({s.reason for s in skipped})

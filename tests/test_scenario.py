@@ -117,3 +117,21 @@ def test_shipped_scenario_set():
     assert {p.stem for p in SCENARIOS} >= {"8gpu", "4gpu", "dgx-a100", "dgx1", "nvl72", "pcie"}
     nvl = load_scenario(Path(SCENARIOS[0]).parent / "nvl72.yaml")
     assert nvl.ranks == (2, 4, 8, 16, 32, 64, 72)
+
+
+def test_costs_checked_by_the_model_that_runs(write_scenario, monkeypatch):
+    from collsim import models
+
+    monkeypatch.setattr(models, "_MODELS", dict(models._MODELS))
+    monkeypatch.setattr(models, "_DEFAULT", models._DEFAULT)
+
+    def strict(costs):
+        for key in costs:
+            raise InputError(f"unknown cost parameter {key!r}", field=f"costs.{key}", choices=["poll_ns"])
+
+    models.register_model("strict", lambda req: None, default=True, validate_costs=strict)
+    path = write_scenario("topology: hgx-h100\nranks: 2\nsizes: 8\ncosts:\n  launch_overhead_us: 2\n")
+    with pytest.raises(InputError) as err:
+        load_scenario(path)  # checked by the default model
+    assert err.value.line == 5 and err.value.field == "costs.launch_overhead_us"
+    assert load_scenario(path, model="analytic").costs == {"launch_overhead_us": 2}

@@ -184,8 +184,13 @@ def scenario_from_dict(
     line_of: LineOf | None = None,
     default_name: str | None = None,
     base_dir: Path | None = None,
+    model: str | None = None,
 ) -> Scenario:
-    """Check a scenario given as plain data (what the YAML file holds)."""
+    """Check a scenario given as plain data (what the YAML file holds).
+
+    ``model``, when given, overrides the file's ``model:`` for checking
+    ``costs:`` (the model that will run is the one that validates them).
+    """
     from collsim.ir.registry import ALGORITHMS, list_protocols
     from collsim.models import DTYPES, LAUNCH_MODES, OPS, list_models, validate_costs
     from collsim.units import parse_ranks, parse_sizes
@@ -235,7 +240,7 @@ def scenario_from_dict(
     costs = dict(spec.costs or {})
     if costs:
         try:
-            validate_costs(spec.model, costs)
+            validate_costs(model if model is not None else spec.model, costs)
         except InputError as err:
             raise where.attach(err, ("costs",)) from None
 
@@ -295,7 +300,7 @@ def _item_path(key: str, raw: Any, value: int, parse: Callable[[Any], list[int]]
     return (key,)
 
 
-def load_scenario(source: str | Path | Mapping[str, Any] | Scenario) -> Scenario:
+def load_scenario(source: str | Path | Mapping[str, Any] | Scenario, *, model: str | None = None) -> Scenario:
     """Load and check a scenario.
 
     Parameters
@@ -303,6 +308,8 @@ def load_scenario(source: str | Path | Mapping[str, Any] | Scenario) -> Scenario
     source : path, mapping or Scenario
         A scenario YAML file, the same content as a mapping, or an already
         loaded scenario (returned as is).
+    model : str, optional
+        The model the scenario will run with, if not the file's; it checks ``costs:``.
 
     Returns
     -------
@@ -316,7 +323,7 @@ def load_scenario(source: str | Path | Mapping[str, Any] | Scenario) -> Scenario
     if isinstance(source, Scenario):
         return source
     if isinstance(source, Mapping):
-        return scenario_from_dict(source, file=None, default_name="scenario")
+        return scenario_from_dict(source, file=None, default_name="scenario", model=model)
     from collsim.yamlsource import load_yaml_with_lines
 
     path = Path(source)
@@ -325,4 +332,6 @@ def load_scenario(source: str | Path | Mapping[str, Any] | Scenario) -> Scenario
     data, line_of = load_yaml_with_lines(path, str(path))
     if data is None:
         raise InputError("the scenario file is empty", file=str(path))
-    return scenario_from_dict(data, file=str(path), line_of=line_of, default_name=path.stem, base_dir=path.parent)
+    return scenario_from_dict(
+        data, file=str(path), line_of=line_of, default_name=path.stem, base_dir=path.parent, model=model
+    )
