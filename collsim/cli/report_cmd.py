@@ -1,1 +1,104 @@
-"""Commands of this group register on collsim.cli.app.app."""
+"""``collsim report``: rebuild the HTML report of a results file.
+
+:func:`open_report` is shared with ``collsim run --open``.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, List, Optional
+
+import typer
+
+from collsim.cli.app import app
+
+__all__ = ["report", "open_report", "default_report_path"]
+
+
+def default_report_path(results: str | Path) -> Path:
+    """Where a report of ``results`` goes by default: ``report.html`` beside it."""
+    return Path(results).with_name("report.html")
+
+
+def open_report(path: str | Path) -> bool:
+    """Open a written report in the user's web browser; return whether one was started.
+
+    Never raises: a machine without a browser just prints the path (the
+    caller does that) and carries on.
+    """
+    import webbrowser
+
+    try:
+        return bool(webbrowser.open(Path(path).resolve().as_uri()))
+    except Exception:  # noqa: BLE001 - opening is a convenience only
+        return False
+
+
+def _load_verification(path: Path) -> Any:
+    from collsim.errors import InputError
+
+    if not path.exists():
+        raise InputError("no such file", file=str(path), field="--verification")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise InputError(f"not valid JSON: {err.msg}", file=str(path), line=err.lineno) from None
+
+
+def _load_measured(paths: List[Path]) -> Any:
+    import warnings
+
+    import pandas as pd
+
+    from collsim.calibrate import read_measurements
+
+    frames = []
+    for p in paths:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            table = read_measurements(p)
+        if len(table):
+            table = table.copy()
+            if "source" in table.columns:
+                table["label"] = table["source"].astype(str).map(lambda s: Path(s).name if s else p.name)
+            else:
+                table["label"] = p.name
+            frames.append(table)
+    return pd.concat(frames, ignore_index=True) if frames else None
+
+
+@app.command("report")
+def report(
+    results: Path = typer.Argument(..., help="results.csv or results.json written by 'collsim run'.", show_default=False),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Report file (default: report.html beside RESULTS)."),
+    open_: bool = typer.Option(False, "--open", help="Open the report in a web browser when written."),
+    timeline: Optional[List[str]] = typer.Option(
+        None, "--timeline", "-t",
+        help="Simulate a per-rank timeline: 'auto' (every protocol/algorithm at the largest rank count, ~4 KiB) "
+             "or PROTOCOL/ALGORITHM/RANKS/SIZE or PROTOCOL/ALGORITHM/RANKS/SIZE/LAUNCH, e.g. ll/one-shot/8/4KiB. Repeatable.",
+    ),
+    verification: Optional[Path] = typer.Option(None, "--verification", help="Verdicts JSON to tabulate."),
+    measured: Optional[List[Path]] = typer.Option(
+        None, "--measured", help="Measurements to overlay (nccl-tests output or a collsim measurement CSV). Repeatable."
+    ),
+) -> None:
+    """Build the self-contained HTML report of a results file.
+
+    The report (one file, no network needed) shows latency against size and
+    rank count, the fastest protocol per size, where the time goes, bus
+    bandwidth against the link limit and the full sortable table.
+    """
+    from collsim.report import load_results, timelines_for, write_report
+
+    frame, meta = load_results(results)
+    timelines = timelines_for(frame, meta, timeline) if timeline else None
+    verdicts = _load_verification(verification) if verification is not None else None
+    measured_df = _load_measured(list(measured)) if measured else None
+    path = write_report(
+        frame, meta, out if out is not None else default_report_path(results),
+        timeline=timelines, verification=verdicts, measured=measured_df,
+    )
+    size_mb = path.stat().st_size / 1e6
+    typer.echo(f"report -> {path} ({size_mb:.1f} MB)")
+    if open_ and not open_report(path):
+        typer.echo(f"could not start a web browser; open {path.resolve().as_uri()}", err=True)

@@ -1,0 +1,379 @@
+"""Assemble the report: figures to HTML fragments, then one Jinja2 template.
+
+The page is self-contained: plotly.js is embedded once (with the first
+figure), the CSS and the small table script are inline, nothing is fetched.
+Output is deterministic: fixed div ids, sorted inputs, no clock.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from collsim.errors import InputError
+from collsim.report import figures as F
+from collsim.report.data import (
+    FLOAT_COLUMNS,
+    INT_COLUMNS,
+    RESULT_COLUMNS,
+    check_frame,
+    normalize_measured,
+    normalize_timelines,
+    normalize_verification,
+)
+
+__all__ = ["FIGURE_IDS", "build_report", "write_report"]
+
+#: The div id of each figure (fixed, so reports are byte-identical and testable).
+FIGURE_IDS: dict[str, str] = {
+    "latency_size": "fig-latency-size",
+    "latency_ranks": "fig-latency-ranks",
+    "winner": "fig-winner",
+    "breakdown": "fig-breakdown",
+    "timeline": "fig-timeline",
+    "busbw": "fig-busbw",
+}
+
+_PLOT_CONFIG = {
+    "displaylogo": False,
+    "responsive": True,
+    "toImageButtonOptions": {"format": "png", "scale": 2},
+    "modeBarButtonsToRemove": ["select2d", "lasso2d"],
+}
+
+
+def _float_formats() -> dict[str, str]:
+    try:
+        from collsim.results import FLOAT_FORMAT
+
+        return dict(FLOAT_FORMAT)
+    except ImportError:  # pragma: no cover
+        return {c: "{:.3f}" for c in FLOAT_COLUMNS}
+
+
+def _fig_html(fig: Any, div_id: str, first: bool) -> str:
+    config = dict(_PLOT_CONFIG)
+    config["toImageButtonOptions"] = dict(config["toImageButtonOptions"], filename=div_id)
+    html = fig.to_html(
+        full_html=False,
+        include_plotlyjs=True if first else False,
+        include_mathjax=False,
+        div_id=div_id,
+        config=config,
+        default_width="100%",
+        default_height=f"{int(fig.layout.height or 500)}px",
+    )
+    return html
+
+
+def _scenario(meta: Mapping[str, Any]) -> dict[str, Any]:
+    s = meta.get("scenario")
+    if isinstance(s, Mapping):
+        return dict(s)
+    if isinstance(s, str):
+        return {"name": s}
+    return {}
+
+
+def _fmt_value(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:g}"
+    if isinstance(v, (list, tuple)):
+        return ", ".join(_fmt_value(x) for x in v)
+    if isinstance(v, Mapping):
+        return ", ".join(f"{k}: {_fmt_value(x)}" for k, x in v.items())
+    return str(v)
+
+
+def _flatten(d: Any, prefix: str = "") -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    if isinstance(d, Mapping):
+        for k in sorted(d, key=str):
+            out += _flatten(d[k], f"{prefix}.{k}" if prefix else str(k))
+    else:
+        out.append((prefix, _fmt_value(d)))
+    return out
+
+
+def _header(frame: pd.DataFrame, meta: Mapping[str, Any], data: F.ReportData) -> dict[str, Any]:
+    from collsim import __version__
+
+    scen = _scenario(meta)
+    topo = meta.get("topology") if isinstance(meta.get("topology"), Mapping) else {}
+    summary = topo.get("summary") if isinstance(topo.get("summary"), Mapping) else {}
+    topo_name = topo.get("name") or scen.get("topology") or ", ".join(data.topologies)
+    facts: list[tuple[str, str]] = []
+    gpu = summary.get("gpu_model") or ", ".join(sorted(set(frame["gpu"]) - {""}))
+    if gpu:
+        n = summary.get("gpus") or topo.get("num_gpus")
+        facts.append(("GPUs", f"{n} × {gpu}" if n else str(gpu)))
+    if summary.get("interconnect"):
+        facts.append(("links", str(summary["interconnect"])))
+    elif summary.get("links_per_gpu"):
+        facts.append(("links per GPU", _fmt_value(summary["links_per_gpu"])))
+    per_link = summary.get("per_link_gbps")
+    if isinstance(per_link, Mapping):
+        bits = []
+        for kind, bw in per_link.items():
+            if isinstance(bw, Mapping):
+                bits.append(f"{kind} {_fmt_value(bw.get('nominal'))} GB/s nominal, {_fmt_value(bw.get('effective'))} effective")
+            else:
+                bits.append(f"{kind} {_fmt_value(bw)} GB/s")
+        facts.append(("per link, per direction", "; ".join(bits)))
+    per_gpu = summary.get("per_gpu_gbps")
+    if isinstance(per_gpu, Mapping):
+        facts.append(("per GPU, per direction", f"{_fmt_value(per_gpu.get('nominal'))} GB/s nominal, "
+                                               f"{_fmt_value(per_gpu.get('effective'))} GB/s effective"))
+    if summary.get("routing"):
+        facts.append(("routing", str(summary["routing"])))
+    model = meta.get("model") or ", ".join(sorted(set(frame["model"]) - {""}))
+    costs = meta.get("costs") if meta.get("costs") is not None else scen.get("costs")
+    date = meta.get("date") or scen.get("date")
+    version = meta.get("collsim_version") or "unknown"
+    run = [
+        ("ranks", ", ".join(str(r) for r in data.ranks)),
+        ("sizes", f"{F.size_label(data.sizes[0])} … {F.size_label(data.sizes[-1])} ({len(data.sizes)} sizes)"),
+        ("algorithms", ", ".join(data.algorithms)),
+        ("protocols", ", ".join(data.protocols)),
+        ("launch", ", ".join(la or "?" for la in data.launches)),
+        ("data type, op", ", ".join(sorted({f"{d} {o}" for d, o in zip(frame["dtype"], frame["op"])}))),
+        ("rows", str(len(frame))),
+    ]
+    skipped = []
+    for s in meta.get("skipped") or []:
+        if isinstance(s, Mapping) and s.get("reason"):
+            skipped.append(str(s["reason"]))
+    skipped = list(dict.fromkeys(skipped))
+    return {
+        "scenario": str(scen.get("name") or "results"),
+        "description": str(scen.get("description") or summary.get("description") or ""),
+        "topology": str(topo_name),
+        "topology_description": str(summary.get("description") or ""),
+        "facts": facts,
+        "model": str(model),
+        "date": str(date) if date else "",
+        "version": str(version),
+        "report_version": __version__,
+        "costs": _flatten(costs) if costs else [],
+        "run": run,
+        "skipped": skipped,
+        "dropped": int(meta.get("dropped_rows") or frame.attrs.get("dropped_rows") or 0),
+        "source": str(meta.get("results_file") or ""),
+    }
+
+
+def _table(frame: pd.DataFrame) -> dict[str, Any]:
+    fmts = _float_formats()
+    cols = list(RESULT_COLUMNS)
+    kinds = ["num" if c in INT_COLUMNS or c in FLOAT_COLUMNS else "text" for c in cols]
+    rows = []
+    order = frame.sort_values(["topology", "launch", "ranks", "protocol", "algorithm", "size_bytes"], kind="mergesort")
+    for rec in order.itertuples(index=False):
+        cells = []
+        for c in cols:
+            v = getattr(rec, c)
+            if c in FLOAT_COLUMNS:
+                cells.append(fmts.get(c, "{:.3f}").format(float(v)))
+            elif c in INT_COLUMNS:
+                cells.append(str(int(v)))
+            else:
+                cells.append(str(v))
+        rows.append(cells)
+    return {"columns": list(zip(cols, kinds)), "rows": rows}
+
+
+_VERDICT_CLASS = (
+    (re.compile(r"^(verified|proved|proven|pass(ed)?|ok|correct|safe|holds)\b", re.I), "ok"),
+    (re.compile(r"(counterexample|fail|unsafe|violat|incorrect|bug|race|broken)", re.I), "bad"),
+)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+
+
+def _verification(items: list[dict[str, Any]]) -> dict[str, Any]:
+    rows, cexs = [], []
+    used: set[str] = set()
+    for v in items:
+        cls = "unknown"
+        for pattern, name in _VERDICT_CLASS:
+            if pattern.search(v["verdict"]):
+                cls = name
+                break
+        links = []
+        for i, c in enumerate(v["counterexamples"]):
+            anchor = f"cex-{_slug(v['protocol'])}" + (f"-{_slug(v['variant'])}" if v["variant"] else "") + f"-{i + 1}"
+            while anchor in used:
+                anchor += "x"
+            used.add(anchor)
+            href = None
+            if isinstance(c, Mapping):
+                href = c.get("href") or c.get("path") or c.get("file")
+                body = json.dumps(c, indent=2, sort_keys=True, default=str)
+                title = str(c.get("title") or c.get("name") or c.get("summary") or f"counterexample {i + 1}")
+            else:
+                body = str(c)
+                title = f"counterexample {i + 1}"
+                if re.match(r"^[\w./-]+\.(json|txt|html|md|log|dot|svg)$", body):
+                    href = body
+            if href is not None and re.match(r"^(https?:)?//", str(href)):
+                href = None  # keep the report offline: external links become text
+            links.append({"anchor": anchor, "title": title, "href": str(href) if href else None})
+            cexs.append({"anchor": anchor, "title": f"{v['protocol']}" + (f" ({v['variant']})" if v["variant"] else "") + f": {title}",
+                         "body": body, "href": str(href) if href else None})
+        rows.append({**v, "cls": cls, "links": links})
+    return {"rows": rows, "counterexamples": cexs}
+
+
+def _measured_summary(measured: pd.DataFrame | None) -> list[dict[str, Any]]:
+    if measured is None:
+        return []
+    out = []
+    for label, sub in measured.groupby("label", sort=True):
+        ranks = sorted({int(r) for r in sub["ranks"].dropna()})
+        protos = sorted({f"{p} · {a}".strip(" ·") for p, a in zip(sub["protocol"], sub["algorithm"])} - {""})
+        out.append({
+            "label": str(label),
+            "points": len(sub),
+            "ranks": ", ".join(map(str, ranks)) or "any",
+            "series": ", ".join(protos) or "library default",
+            "sizes": f"{F.size_label(int(sub['size_bytes'].min()))} … {F.size_label(int(sub['size_bytes'].max()))}",
+        })
+    return out
+
+
+def _template():
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+    here = Path(__file__).parent / "templates"
+    env = Environment(
+        loader=FileSystemLoader(str(here)),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    return env, here
+
+
+def build_report(
+    results: pd.DataFrame,
+    meta: Mapping[str, Any] | None = None,
+    *,
+    timeline: Any = None,
+    verification: Any = None,
+    measured: Any = None,
+) -> str:
+    """The report as one HTML string (see :func:`write_report`)."""
+    meta = dict(meta or {})
+    source = str(meta.get("results_file") or "results")
+    frame = check_frame(results, source)
+    if timeline is None:
+        timeline = meta.get("timelines", meta.get("timeline"))
+    if verification is None:
+        verification = meta.get("verification")
+    timelines = normalize_timelines(timeline, source if timeline is meta.get("timelines") else "timeline")
+    verdicts = normalize_verification(verification)
+    measured_df = normalize_measured(measured)
+    data = F.ReportData(frame, meta, measured_df)
+
+    figs: list[tuple[str, Any]] = [
+        ("latency_size", F.latency_vs_size(data)),
+        ("latency_ranks", F.latency_vs_ranks(data)),
+        ("winner", F.winner_map(data)),
+        ("breakdown", F.breakdown(data)),
+    ]
+    if timelines:
+        figs.append(("timeline", F.timeline_gantt(timelines)))
+    figs.append(("busbw", F.busbw_vs_size(data)))
+    html = {}
+    for i, (key, fig) in enumerate(figs):
+        html[key] = _fig_html(fig, FIGURE_IDS[key], first=i == 0)
+    header = _header(frame, meta, data)
+    limits = F.link_limits(meta)
+    chosen = F.chosen_sizes(data)
+    env, here = _template()
+    page = env.get_template("report.html.j2").render(
+        h=header,
+        figs=html,
+        fig_ids=FIGURE_IDS,
+        trace_counts={key: len(fig.data) for key, fig in figs},
+        css=(here / "report.css").read_text(encoding="utf-8"),
+        js=(here / "report.js").read_text(encoding="utf-8"),
+        table=_table(frame),
+        timelines=[t["title"] for t in timelines],
+        verification=_verification(verdicts),
+        measured=_measured_summary(measured_df),
+        limits=limits,
+        chosen_sizes=[F.size_label(s) for s in chosen],
+        breakdown_size=F.size_label(data.nearest_size(F.BREAKDOWN_SIZE)),
+        default_view=data.views[data.default_view].label,
+        views=[v.label for v in data.views],
+    )
+    return page
+
+
+def write_report(
+    results: pd.DataFrame,
+    meta: Mapping[str, Any] | None,
+    path: str | os.PathLike[str],
+    *,
+    timeline: Any = None,
+    verification: Any = None,
+    measured: Any = None,
+) -> Path:
+    """Write the self-contained HTML report of a results table; return its path.
+
+    Parameters
+    ----------
+    results : pandas.DataFrame
+        Rows with the columns of results.csv (``collsim.results.COLUMNS``).
+    meta : mapping
+        The results.json document (its ``rows`` are ignored) or a subset:
+        ``scenario``, ``topology`` (with ``summary``), ``model``, ``costs``,
+        ``collsim_version``, ``date``, ``skipped``; ``timelines`` and
+        ``verification`` are used when the arguments below are not given.
+    path : path
+        Where to write (a directory means ``<path>/report.html``). Written to
+        a temporary file in the same directory, then renamed into place.
+    timeline : list, optional
+        Simulated events ``{rank, kind, start_us, end_us, peer, bytes, label}``
+        of one configuration, or a list of ``{"events": [...], "protocol",
+        "algorithm", "ranks", "size_bytes", "launch"}`` (a dropdown picks one).
+    verification : list or mapping, optional
+        Verdicts ``{protocol, verdict, model, assumptions, hardware,
+        counterexample}``.
+    measured : pandas.DataFrame, optional
+        Measurements (``collsim.calibrate`` table, or ``size_bytes`` plus
+        ``time_us``/``latency_us``, optional ``ranks``, ``protocol``,
+        ``algorithm``, ``label``), overlaid as markers.
+
+    Raises
+    ------
+    InputError
+        Results with missing columns, bad values or no rows.
+    """
+    page = build_report(results, meta, timeline=timeline, verification=verification, measured=measured)
+    out = Path(path)
+    if out.is_dir():
+        out = out / "report.html"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(page)
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a report is meant to be shared
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return out

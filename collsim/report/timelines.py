@@ -1,0 +1,130 @@
+"""Timelines for a report: simulate chosen configurations of a results table again, with events.
+
+A *spec* names configurations: ``auto`` (every protocol · algorithm at the
+largest rank count, CUDA-graph launch when present, the size nearest 4 KiB)
+or ``PROTOCOL/ALGORITHM/RANKS/SIZE[/LAUNCH]`` such as ``ll/one-shot/8/4KiB``.
+Each is costed by :func:`collsim.models.simulate` with ``timeline=True``,
+using the results' topology, model and cost overrides.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from collsim.errors import InputError
+
+__all__ = ["parse_timeline_spec", "timelines_for"]
+
+AUTO_SIZE = 4096
+
+
+def parse_timeline_spec(spec: str) -> dict[str, Any] | str:
+    """``"auto"`` or a configuration dict from ``PROTOCOL/ALGORITHM/RANKS/SIZE[/LAUNCH]``.
+
+    >>> parse_timeline_spec("ll/one-shot/8/4KiB")
+    {'protocol': 'll', 'algorithm': 'one-shot', 'ranks': 8, 'size_bytes': 4096}
+    >>> parse_timeline_spec("auto")
+    'auto'
+    """
+    from collsim.units import parse_size
+
+    text = spec.strip()
+    if text.lower() == "auto":
+        return "auto"
+    parts = [p.strip() for p in text.split("/")]
+    if len(parts) not in (4, 5) or not all(parts):
+        raise InputError(
+            f"bad timeline {spec!r}: expected auto or PROTOCOL/ALGORITHM/RANKS/SIZE[/LAUNCH], e.g. ll/one-shot/8/4KiB",
+            field="--timeline",
+        )
+    try:
+        ranks = int(parts[2])
+    except ValueError:
+        raise InputError(f"bad timeline {spec!r}: ranks {parts[2]!r} is not a whole number", field="--timeline") from None
+    try:
+        size = parse_size(parts[3])
+    except InputError as err:
+        raise InputError(f"bad timeline {spec!r}: {err.message}", field="--timeline") from None
+    cfg: dict[str, Any] = {"protocol": parts[0], "algorithm": parts[1], "ranks": ranks, "size_bytes": size}
+    if len(parts) == 5:
+        cfg["launch"] = parts[4]
+    return cfg
+
+
+def _auto(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    from collsim.report.figures import ReportData
+
+    data = ReportData(frame)
+    view = data.views[data.default_view]
+    size = data.nearest_size(AUTO_SIZE)
+    out = []
+    for p, a in data.series:
+        if data.row(view, p, a, size) is not None:
+            out.append({"protocol": p, "algorithm": a, "ranks": view.ranks, "size_bytes": size, "launch": view.launch})
+    return out
+
+
+def timelines_for(
+    frame: pd.DataFrame,
+    meta: Mapping[str, Any],
+    specs: Iterable[str | Mapping[str, Any]] = ("auto",),
+) -> list[dict[str, Any]]:
+    """Simulate the configurations ``specs`` names with timelines; return them for :func:`write_report`.
+
+    Returns a list of ``{"protocol", "algorithm", "ranks", "size_bytes",
+    "launch", "events"}``. A configuration that is not in ``frame`` is an
+    :class:`InputError` (the report would show a timeline of something it
+    does not plot).
+    """
+    from collsim.models import simulate
+
+    source = str(meta.get("results_file") or "results")
+    scen = meta.get("scenario") if isinstance(meta.get("scenario"), Mapping) else {}
+    topo = scen.get("topology") or (meta.get("topology") or {}).get("name")
+    if not topo:
+        raise InputError("the results do not name their topology, so no timeline can be simulated", file=source)
+    model = meta.get("model") or None
+    if model and "," in str(model):
+        raise InputError(f"results mix models ({model}); cannot choose one for a timeline", file=source)
+    costs = meta.get("costs") if isinstance(meta.get("costs"), Mapping) else scen.get("costs") or {}
+    configs: list[dict[str, Any]] = []
+    for spec in specs:
+        parsed = parse_timeline_spec(spec) if isinstance(spec, str) else dict(spec)
+        if parsed == "auto":
+            configs.extend(_auto(frame))
+        else:
+            configs.append(parsed)  # type: ignore[arg-type]
+    launches = sorted(set(frame["launch"]))
+    default_launch = "graph" if "graph" in launches else launches[0]
+    out: list[dict[str, Any]] = []
+    seen = set()
+    for cfg in configs:
+        cfg = dict(cfg)
+        cfg.setdefault("launch", default_launch)
+        key = (cfg["protocol"], cfg["algorithm"], int(cfg["ranks"]), int(cfg["size_bytes"]), cfg["launch"])
+        if key in seen:
+            continue
+        seen.add(key)
+        match = frame[
+            (frame["protocol"] == key[0]) & (frame["algorithm"] == key[1]) & (frame["ranks"] == key[2])
+            & (frame["size_bytes"] == key[3]) & (frame["launch"] == key[4])
+        ]
+        if len(match) == 0:
+            raise InputError(
+                f"timeline {key[0]}/{key[1]}/{key[2]}/{key[3]}B/{key[4]} is not a configuration of these results",
+                file=source, field="--timeline",
+            )
+        r = match.iloc[0]
+        result = simulate(
+            topology=topo, ranks=key[2], algorithm=key[1], protocol=key[0], size_bytes=key[3], launch=key[4],
+            channels=scen.get("channels"), model=str(r["model"]) or model, dtype=str(r["dtype"]) or "float32",
+            op=str(r["op"]) or "sum", costs=dict(costs) or None, timeline=True,
+        )
+        events = list(result.timeline or [])
+        if not events:
+            continue
+        out.append({"protocol": key[0], "algorithm": key[1], "ranks": key[2], "size_bytes": key[3],
+                    "launch": key[4], "model": result.model, "events": events})
+    return out
