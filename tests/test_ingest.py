@@ -388,3 +388,20 @@ def test_srun_labels():
     assert len(parsed.rows) == 3 and parsed.warnings == []
     assert meta["ranks"] == 2 and meta["nccl_version"] == "2.19.3+cuda12.3"
     assert meta["avg_busbw"] == pytest.approx(5.4321)
+
+
+def test_compose_and_kubectl_prefixes(tmp_path):
+    lines = (LOGS / "srun_labelled_all_reduce.txt").read_text().splitlines()
+    body = [line[3:] for line in lines if line.startswith("0: ")]
+    compose = tmp_path / "compose.txt"
+    compose.write_text("\n".join(f"nccl-test-1  | {line}" for line in body) + "\n")
+    pod = tmp_path / "pod.txt"
+    pod.write_text("\n".join(f"[pod/nccl-0/worker] {line}" for line in body) + "\n")
+    for path in (compose, pod):
+        parsed = parse_log(path)
+        assert len(parsed.rows) == 3 and parsed.meta["avg_busbw"] == pytest.approx(5.4321)
+
+
+def test_wrong_reason_is_in_notes():
+    rows = log("new_all_reduce_wrong_rows.txt").rows
+    assert rows.loc[rows["wrong"], "notes"].tolist() == ["#wrong=12 (out-of-place)", "#wrong=3 (in-place)"]

@@ -37,17 +37,17 @@ def parse_expectations(text: str) -> dict[str, dict]:
             continue
         exp_text = " ".join(m.group(1).split())
         exp: dict = {"text": exp_text}
-        if r := re.search(r"\brows\s*=\s*(\d+)", exp_text):
+        if r := re.search(r"\brows\s*[=:]\s*(\d+)", exp_text):
             exp["rows"] = int(r.group(1))
-        if r := re.search(r"\bfirst\s*=\s*(?:last\s*=\s*)?(\d+)", exp_text):
+        if r := re.search(r"\bfirst\s*[=:]\s*(?:last\s*[=:]\s*)?(\d+)", exp_text):
             exp["first"] = int(r.group(1))
-        if r := re.search(r"\blast\s*=\s*(\d+)", exp_text):
+        if r := re.search(r"\blast\s*[=:]\s*(\d+)", exp_text):
             exp["last"] = int(r.group(1))
-        if r := re.search(r"\bt0\s*=\s*" + _NUM, exp_text):
+        if r := re.search(r"\bt0\s*[=:]\s*" + _NUM, exp_text):
             exp["t0"] = float(r.group(1))
-        if r := re.search(r"\bavg\s*=\s*" + _NUM, exp_text):
+        if r := re.search(r"\bavg\s*[=:]\s*" + _NUM, exp_text):
             exp["avg"] = float(r.group(1))
-        elif re.search(r"\bavg\s*=?\s*(?:—|-|none|absent)", exp_text, flags=re.IGNORECASE):
+        elif re.search(r"\bavg\s*[=:]?\s*(?:—|–|-|none|absent|n/a)", exp_text, flags=re.IGNORECASE):
             exp["avg"] = None
         if r := re.search(r"failure signature\s*`([^`]+)`", exp_text):
             exp["failure"] = r.group(1)

@@ -22,6 +22,7 @@ def ingest(
         help="nccl-tests output (text as pasted, or -J JSON), collsim measurement CSVs, "
         "or the published-measurements CSV. The format is detected from the content.",
         show_default=False,
+        metavar="LOG",
     ),
     output: str = typer.Option(
         ..., "-o", "--output", help="Measurement CSV to write ('-' for stdout). Written atomically.",

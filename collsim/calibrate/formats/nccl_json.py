@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import PurePath
 from typing import Any
 
@@ -37,6 +38,9 @@ from collsim.calibrate.measurements import canonical_algorithm, canonical_dtype,
 from collsim.errors import InputError
 
 __all__ = ["parse_json"]
+
+
+_RESULTS_KEY = re.compile(r'"results"\s*:\s*\[')
 
 
 def _line_of(text: str, offset: int) -> int:
@@ -65,7 +69,8 @@ def _salvage(text: str, path: str) -> tuple[dict[str, Any], list[tuple[int, dict
         doc = json.loads(text)
     except json.JSONDecodeError:
         doc = None
-    key = text.find('"results"')
+    found = _RESULTS_KEY.search(text)
+    key = found.start() if found else -1
     results: list[tuple[int, dict[str, Any]]] = []
     if doc is not None:
         if not isinstance(doc, dict):
@@ -227,6 +232,8 @@ def parse_json(text: str, path: str) -> tuple[list[dict[str, Any]], dict[str, An
             if row[f"nwrong{suffix}"]:
                 bad.append(f"#wrong={row[f'nwrong{suffix}']} ({label})")
         row["wrong"] = bool(bad)
+        if bad:
+            row["notes"] = "; ".join(x for x in (row["notes"], *bad) if x)
         if bad:
             warn(line, f"size {size}: {', '.join(bad)}: row flagged wrong (excluded by default)")
         rows.append(row)

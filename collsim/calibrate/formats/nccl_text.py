@@ -43,6 +43,7 @@ _TAG_RE = re.compile(r"^\[(\d+),(\d+)\]<(?:stdout|stderr|stddiag)>:")
 _TIMESTAMP_RE = re.compile(
     r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\s+")
 _POD_RE = re.compile(r"^\[pod/([^\]]*)\]\s?")
+_COMPOSE_RE = re.compile(r"^([\w.-]+)\s+\|\s?")
 _SRUN_RE = re.compile(r"^\s*(\d+):\s")
 _PDSH_RE = re.compile(r"^([A-Za-z][\w.-]*):\s+(?=#|\d)")
 _QUOTE_RE = re.compile(r"^>\s?")
@@ -186,6 +187,11 @@ def _split_prefixes(raw: str) -> tuple[str, str]:
         m = _POD_RE.match(text)
         if m:
             stream = f"pod:{m.group(1)}"
+            text = text[m.end():]
+            continue
+        m = _COMPOSE_RE.match(text)
+        if m:
+            stream = f"service:{m.group(1)}"
             text = text[m.end():]
             continue
         m = _QUOTE_RE.match(text)
@@ -925,6 +931,7 @@ class _TextParser:
             row["validation"] = validation if validation is not None else (True if any_checked else None)
             row["wrong"] = bool(wrong_bits)
             if wrong_bits:
+                row["notes"] = "; ".join(x for x in (row["notes"], *wrong_bits) if x)
                 self.warn(r["_line"], f"size {row['size_bytes']}: {', '.join(wrong_bits)}: "
                                       "row flagged wrong (excluded by default)")
             rows_out.append(row)
