@@ -1,0 +1,50 @@
+"""On-disk verdict cache, so consumers (the CUDA emitter) can ask "was this verified?" without re-solving.
+
+A verdict is stored under a hash of everything it depends on: the verifier
+version, the flattened program of every rank and launch at the bound (which
+covers the protocol, its parameters, the algorithm and the instance size),
+the memory model, the assumptions and the engine. Change any of them and
+the key changes. The cache lives in ``.collsim-cache/verify/`` of the
+current directory (``COLLSIM_CACHE_DIR`` overrides the root).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+__all__ = ["cache_dir", "cache_key", "load", "store", "VERIFIER_VERSION"]
+
+#: bump when the encoding or the properties change meaning
+VERIFIER_VERSION = "verify-1"
+
+
+def cache_dir() -> Path:
+    root = Path(os.environ.get("COLLSIM_CACHE_DIR", ".collsim-cache"))
+    return root / "verify"
+
+
+def cache_key(parts: dict[str, Any]) -> str:
+    blob = json.dumps({"version": VERIFIER_VERSION, **parts}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def load(key: str) -> dict[str, Any] | None:
+    path = cache_dir() / f"{key}.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def store(key: str, data: dict[str, Any]) -> None:
+    directory = cache_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        tmp = directory / f".{key}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True, default=str))
+        tmp.replace(directory / f"{key}.json")
+    except OSError:
+        pass  # a read-only tree just means no cache

@@ -1,0 +1,586 @@
+"""Verify a protocol's synchronization: every property, under its assumptions, and without each one.
+
+:func:`verify` is the API (``collsim verify`` prints its result):
+
+1. the protocol's program under an algorithm is lowered for a bound
+   (:class:`~collsim.verify.lower.Bounds`: ranks, launches, lines, threads)
+   with the protocol's declared hardware assumptions;
+2. a reference execution fixes the value every consumer is meant to read;
+3. each property of :data:`~collsim.verify.properties.PROPERTIES` is a
+   satisfiability question over the memory model's executions: ``sat`` is a
+   violation (with a counterexample), ``unsat`` means it holds *at that
+   bound*, anything else is ``unknown`` (never counted as holding);
+4. the whole check is repeated without each declared assumption, and the
+   sentinel-collision check without the data-domain restriction: a property
+   that fails then is reported as "depends on <assumption>".
+
+Verdicts are cached on disk (:mod:`collsim.verify.cache`); :func:`verdict_for`
+answers from the cache when it can, so the emitter can refuse an unverified
+protocol without re-solving.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable
+
+import z3
+
+from collsim.errors import InputError, UnsupportedError
+from collsim.ir.assumptions import get_assumption
+from collsim.ir.protocol import Protocol
+from collsim.ir.registry import list_mutants, list_protocols, load_protocol
+from collsim.verify import cache as _cache
+from collsim.verify.lower import Bounds, Lowered, lower, reference_run
+from collsim.verify.properties import (
+    PROPERTIES,
+    PROPERTY_TITLES,
+    Execution,
+    Query,
+    data_race,
+    hang,
+    normalize_property,
+    postcondition,
+    sentinel_collision,
+    stale_or_early,
+    torn,
+)
+from collsim.verify.report import Counterexample, build_counterexample
+
+__all__ = [
+    "Bound",
+    "PropertyResult",
+    "Dependency",
+    "VerifyResult",
+    "verify",
+    "verdict_for",
+    "verify_all",
+    "Summary",
+    "DEFAULT_TIMEOUT_S",
+]
+
+DEFAULT_TIMEOUT_S = 60.0
+DATA_DOMAIN = "data-domain"
+
+
+@dataclass(frozen=True)
+class Bound:
+    """What a verdict is about: instance size, memory model, and what was assumed."""
+
+    ranks: int
+    iterations: int
+    lines: int
+    threads: int
+    model: str
+    assumptions: tuple[str, ...]
+    data_domain: bool
+    notes: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        text = (f"{self.ranks} ranks x {self.iterations} iterations, {self.lines} line(s) per chunk, "
+                f"{self.threads} thread(s) per rank, {self.model}")
+        assumed = list(self.assumptions) + (["data domain"] if self.data_domain else [])
+        text += ", assuming " + (", ".join(assumed) if assumed else "nothing")
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["assumptions"] = list(self.assumptions)
+        data["notes"] = list(self.notes)
+        return data
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> "Bound":
+        return Bound(data["ranks"], data["iterations"], data["lines"], data["threads"], data["model"],
+                     tuple(data["assumptions"]), data["data_domain"], tuple(data.get("notes", ())))
+
+
+@dataclass
+class PropertyResult:
+    """One property's verdict: ``holds`` (at ``bound``), ``violated`` (with a counterexample) or ``unknown``."""
+
+    property: str
+    status: str
+    bound: Bound
+    seconds: float
+    reason: str | None = None
+    counterexample: Counterexample | None = None
+    note: str | None = None
+
+    @property
+    def holds(self) -> bool:
+        return self.status == "holds"
+
+    @property
+    def violated(self) -> bool:
+        return self.status == "violated"
+
+    @property
+    def title(self) -> str:
+        return PROPERTY_TITLES[self.property]
+
+    def describe(self) -> str:
+        if self.status == "holds":
+            text = f"{self.title}: holds at {self.bound.describe()} ({self.seconds:.2f} s)"
+        elif self.status == "violated":
+            text = f"{self.title}: VIOLATED at {self.bound.describe()} ({self.seconds:.2f} s)"
+        else:
+            text = f"{self.title}: unknown ({self.reason}) at {self.bound.describe()}"
+        if self.note:
+            text += f"; {self.note}"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        return {"property": self.property, "status": self.status, "bound": self.bound.to_json(),
+                "seconds": round(self.seconds, 4), "reason": self.reason, "note": self.note,
+                "counterexample": self.counterexample.to_json() if self.counterexample else None}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> "PropertyResult":
+        cex = data.get("counterexample")
+        return PropertyResult(data["property"], data["status"], Bound.from_json(data["bound"]), data["seconds"],
+                              data.get("reason"), Counterexample.from_json(cex) if cex else None, data.get("note"))
+
+
+@dataclass
+class Dependency:
+    """The properties that fail without one assumption (or without the data-domain restriction)."""
+
+    name: str
+    kind: str  # "assumption" | "data-domain"
+    results: dict[str, PropertyResult]
+    statement: str = ""
+
+    @property
+    def needed(self) -> bool:
+        return any(r.violated for r in self.results.values())
+
+    @property
+    def violated(self) -> list[str]:
+        return [p for p, r in self.results.items() if r.violated]
+
+    @property
+    def unknown(self) -> list[str]:
+        return [p for p, r in self.results.items() if r.status == "unknown"]
+
+    def describe(self) -> str:
+        if self.needed:
+            names = ", ".join(PROPERTY_TITLES[p] for p in self.violated)
+            return f"depends on {self.name}: without it, {names} {'is' if len(self.violated) == 1 else 'are'} violated"
+        if self.unknown:
+            return f"{self.name}: without it, {', '.join(self.unknown)} unknown"
+        return f"does not depend on {self.name}: every property still holds without it"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "statement": self.statement, "needed": self.needed,
+                "results": {p: r.to_json() for p, r in self.results.items()}}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> "Dependency":
+        return Dependency(data["name"], data["kind"],
+                          {p: PropertyResult.from_json(r) for p, r in data["results"].items()},
+                          data.get("statement", ""))
+
+
+@dataclass
+class VerifyResult:
+    """Everything :func:`verify` found about one protocol under one algorithm."""
+
+    protocol: str
+    algorithm: str
+    model: str
+    bound: Bound
+    properties: dict[str, PropertyResult]
+    dependencies: list[Dependency] = field(default_factory=list)
+    seconds: float = 0.0
+    expected_violation: str | None = None
+    cached: bool = False
+    engine: str = "native"
+
+    @property
+    def ok(self) -> bool:
+        """Every property holds under the declared assumptions (unknown is not ok)."""
+        return all(r.holds for r in self.properties.values())
+
+    @property
+    def depends_on(self) -> list[str]:
+        return [d.name for d in self.dependencies if d.needed]
+
+    @property
+    def violated(self) -> list[str]:
+        return [p for p, r in self.properties.items() if r.violated]
+
+    @property
+    def caught(self) -> bool | None:
+        """For a mutant: is its expected violation found (with a counterexample)?"""
+        if not self.expected_violation:
+            return None
+        r = self.properties.get(self.expected_violation)
+        return bool(r and r.violated and r.counterexample is not None)
+
+    def render(self, counterexamples: bool = True) -> str:
+        out = [f"{self.protocol} / {self.algorithm} under {self.model}: "
+               f"{'all properties hold' if self.ok else 'NOT verified'} ({self.seconds:.1f} s"
+               f"{', cached' if self.cached else ''})",
+               f"bound: {self.bound.describe()}"]
+        out += [f"note: {n}" for n in self.bound.notes]
+        for p in PROPERTIES:
+            r = self.properties.get(p)
+            if r is None:
+                continue
+            line = f"  {r.title:<20} {r.status.upper() if r.violated else r.status:<9} {r.seconds:7.2f} s"
+            if r.reason and r.status == "unknown":
+                line += f"  ({r.reason})"
+            if r.note:
+                line += f"  [{r.note}]"
+            out.append(line)
+        for d in self.dependencies:
+            out.append(d.describe() + (f" ({d.statement})" if d.statement and d.needed else ""))
+        if self.expected_violation:
+            out.append(f"mutant: expected {PROPERTY_TITLES[self.expected_violation]} -> "
+                       f"{'caught' if self.caught else 'NOT caught'}")
+        if counterexamples:
+            for p in PROPERTIES:
+                r = self.properties.get(p)
+                if r is not None and r.counterexample is not None:
+                    out.append(f"\ncounterexample: {r.title} ({self.model})")
+                    out.append(r.counterexample.render())
+            for d in self.dependencies:
+                for p, r in d.results.items():
+                    if r.counterexample is not None:
+                        out.append(f"\ncounterexample without {d.name}: {r.title}")
+                        out.append(r.counterexample.render())
+                        break
+        return "\n".join(out)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "protocol": self.protocol, "algorithm": self.algorithm, "model": self.model, "engine": self.engine,
+            "bound": self.bound.to_json(), "ok": self.ok, "seconds": round(self.seconds, 3),
+            "depends_on": self.depends_on, "expected_violation": self.expected_violation, "caught": self.caught,
+            "properties": {p: r.to_json() for p, r in self.properties.items()},
+            "dependencies": [d.to_json() for d in self.dependencies],
+        }
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> "VerifyResult":
+        return VerifyResult(
+            data["protocol"], data["algorithm"], data["model"], Bound.from_json(data["bound"]),
+            {p: PropertyResult.from_json(r) for p, r in data["properties"].items()},
+            [Dependency.from_json(d) for d in data.get("dependencies", [])], data.get("seconds", 0.0),
+            data.get("expected_violation"), cached=True, engine=data.get("engine", "native"))
+
+
+# ---------------------------------------------------------------------------
+# Running the checks
+# ---------------------------------------------------------------------------
+
+
+def _resolve(protocol: str | Protocol, flag_bits: int | None) -> Protocol:
+    if isinstance(protocol, Protocol):
+        if flag_bits is None:
+            return protocol
+        proto = protocol
+        params = dict(proto.params)
+    else:
+        proto = load_protocol(protocol)
+        params = {}
+    if flag_bits is not None:
+        if "flag_bits" not in proto.default_params:
+            raise InputError(f"protocol {proto.name!r} has no flag width to set", field="--flag-bits")
+        if not 1 <= flag_bits <= 64:
+            raise InputError("a flag is 1 to 64 bits wide", field="--flag-bits")
+        params["flag_bits"] = flag_bits
+    if isinstance(protocol, Protocol):
+        return type(protocol)(**params)
+    return load_protocol(protocol, **params)
+
+
+def _status(result: z3.CheckSatResult) -> str:
+    if result == z3.sat:
+        return "violated"
+    if result == z3.unsat:
+        return "holds"
+    return "unknown"
+
+
+class _Checker:
+    """Runs the property queries of one lowered program."""
+
+    def __init__(self, low: Lowered, bound: Bound, model: str, timeout: float) -> None:
+        self.low = low
+        self.bound = bound
+        self.model = model
+        self.timeout = timeout
+        self.ref = reference_run(low)
+
+    def _solve(self, ex: Execution, queries: list[Query], base_check: bool = True) -> dict[str, PropertyResult]:
+        out: dict[str, PropertyResult] = {}
+        start = time.perf_counter()
+        s = ex.solver(self.timeout)
+        build = time.perf_counter() - start
+        vacuous = None
+        if base_check:
+            t = time.perf_counter()
+            base = s.check()
+            if base != z3.sat:
+                vacuous = ("no execution in which every thread finishes exists within the bound (see hang)"
+                           if base == z3.unsat else f"solver gave up on the program itself: {s.reason_unknown()}")
+            build += time.perf_counter() - t
+        for q in queries:
+            t = time.perf_counter()
+            if vacuous is not None:
+                out[q.property] = PropertyResult(q.property, "unknown", self.bound, build, vacuous)
+                continue
+            if z3.is_false(q.formula):
+                out[q.property] = PropertyResult(q.property, "holds", self.bound, 0.0, note=q.note)
+                continue
+            try:
+                r = s.check(q.formula)
+            except z3.Z3Exception as exc:  # pragma: no cover - interrupted
+                out[q.property] = PropertyResult(q.property, "unknown", self.bound, time.perf_counter() - t,
+                                                 f"z3 error: {exc}")
+                continue
+            status = _status(r)
+            seconds = time.perf_counter() - t + build / max(1, len(queries))
+            reason = None
+            cex = None
+            if status == "unknown":
+                reason = s.reason_unknown() or "unknown"
+                if "timeout" in reason or "canceled" in reason:
+                    reason = f"timeout after {self.timeout:g} s"
+            elif status == "violated":
+                cex = build_counterexample(q, ex, s.model(), self.ref if self.ref.completed else None)
+            out[q.property] = PropertyResult(q.property, status, self.bound, seconds, reason, cex, q.note)
+        return out
+
+    def run(self, props: Iterable[str], with_domain: bool = True) -> dict[str, PropertyResult]:
+        props = list(props)
+        low = self.low
+        results: dict[str, PropertyResult] = {}
+        ref_ok = self.ref.completed
+        need_ref = [p for p in ("stale-read", "torn-read", "early-overwrite") if p in props]
+        if not ref_ok:
+            where = ", ".join(f"thread {t} at {label}" for t, label in self.ref.stuck[:3])
+            for p in need_ref:
+                results[p] = PropertyResult(p, "unknown", self.bound, 0.0,
+                                            f"the reference round-robin execution deadlocked ({where}), so the "
+                                            f"intended values are undefined")
+        term = []
+        ex = None
+        if any(p in props for p in ("stale-read", "torn-read", "data-race", "postcondition")):
+            ex = Execution(low, self.model)
+            if "stale-read" in props and ref_ok:
+                term.append(stale_or_early(ex, self.ref, "stale"))
+            if "torn-read" in props and ref_ok:
+                term.append(torn(ex, self.ref))
+            if "data-race" in props:
+                term.append(data_race(ex))
+            if "postcondition" in props:
+                q, unmodelled = postcondition(ex)
+                if unmodelled:
+                    q.note = (f"{len(low.expected_outputs) - len(unmodelled)} of {len(low.expected_outputs)} output "
+                              f"elements modelled (shrunk lanes)")
+                term.append(q)
+            results.update(self._solve(ex, term))
+        live = []
+        if "hang" in props or ("early-overwrite" in props and ref_ok):
+            lx = Execution(low, self.model, liveness=True)
+            if "hang" in props:
+                live.append(hang(lx))
+            if "early-overwrite" in props and ref_ok:
+                live.append(stale_or_early(lx, self.ref, "early"))
+            results.update(self._solve(lx, live, base_check=False))
+        if "sentinel-collision" in props:
+            polls = [i for i in low.instrs if i.kind == "poll" and i.predicate[0] == "ne"]
+            if not polls:
+                results["sentinel-collision"] = PropertyResult(
+                    "sentinel-collision", "holds", self.bound, 0.0, note="no poll compares data against a sentinel")
+            else:
+                cx = Execution(low, self.model, liveness=True, symbolic_inputs=True)
+                q = sentinel_collision(cx, with_domain)
+                if with_domain and low.forbidden_word is not None:
+                    q.note = "under the protocol's data-domain restriction"
+                results.update(self._solve(cx, [q], base_check=False))
+        return {p: results[p] for p in PROPERTIES if p in results}
+
+
+def _bound(low: Lowered, bounds: Bounds, model: str, assumptions: tuple[str, ...], data_domain: bool) -> Bound:
+    return Bound(bounds.ranks, bounds.iterations, bounds.lines, bounds.threads, model, assumptions, data_domain,
+                 tuple(low.notes))
+
+
+def _bounds_for(proto: Protocol, ranks, iterations, lines, threads, max_lanes) -> Bounds:
+    hints = dict(getattr(proto, "verify_bounds", {}) or {})
+    return Bounds(ranks=ranks if ranks is not None else hints.get("ranks", 3),
+                  iterations=iterations if iterations is not None else hints.get("iterations", 2),
+                  lines=lines if lines is not None else hints.get("lines", 1),
+                  threads=threads if threads is not None else hints.get("threads", 1),
+                  max_lanes=max_lanes if max_lanes is not None else hints.get("max_lanes", 2))
+
+
+def verify(
+    protocol: str | Protocol,
+    algorithm: str | None = None,
+    *,
+    ranks: int | None = None,
+    iterations: int | None = None,
+    model: str = "ptx",
+    assume: Iterable[str] | None = None,
+    flag_bits: int | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    lines: int | None = None,
+    threads: int | None = None,
+    max_lanes: int | None = None,
+    dependencies: bool = True,
+    properties: Iterable[str] | None = None,
+    use_cache: bool = True,
+) -> VerifyResult:
+    """Check every property of ``protocol`` under ``algorithm`` (default: its first) at a bound.
+
+    Parameters
+    ----------
+    protocol : str or Protocol
+        A shipped or mutant name, a ``.py`` path, or an instance.
+    assume : names, optional
+        Hardware assumptions to prove under (default: the protocol's declared ones).
+    flag_bits : int, optional
+        Override the protocol's ``flag_bits`` parameter (epoch wrap-around).
+    dependencies : bool
+        Also re-check without each assumption and without the data-domain restriction.
+    properties : names, optional
+        A subset of :data:`~collsim.verify.properties.PROPERTIES`.
+
+    Returns
+    -------
+    VerifyResult
+    """
+    if model not in ("ptx", "sc"):
+        raise InputError(f"unknown memory model {model!r}", field="--model", choices=["ptx", "sc"])
+    proto = _resolve(protocol, flag_bits)
+    algorithm = algorithm or proto.algorithms[0]
+    if algorithm not in proto.algorithms:
+        raise UnsupportedError(f"protocol {proto.name!r} has no {algorithm} program", field="--algorithm",
+                               choices=proto.algorithms)
+    declared = tuple(proto.assumptions)
+    active = declared if assume is None else tuple(dict.fromkeys(assume))
+    for a in active:
+        get_assumption(a)
+    props = list(PROPERTIES) if properties is None else [normalize_property(p) for p in properties]
+    bounds = _bounds_for(proto, ranks, iterations, lines, threads, max_lanes)
+    expected = normalize_property(proto.expected_violation) if proto.expected_violation else None
+
+    start = time.perf_counter()
+    low = lower(proto, algorithm, bounds, active)
+    domain = proto.data_domain is not None
+    key = _cache.cache_key({
+        "protocol": proto.name, "class": f"{type(proto).__module__}.{type(proto).__qualname__}",
+        "params": repr(sorted(proto.params.items(), key=lambda kv: kv[0])), "algorithm": algorithm,
+        "program": low.flat_signature, "bounds": repr(bounds), "model": model, "assumptions": list(active),
+        "data_domain": repr(proto.data_domain), "properties": props, "dependencies": dependencies,
+    })
+    if use_cache:
+        cached = _cache.load(key)
+        if cached is not None:
+            result = VerifyResult.from_json(cached)
+            result.expected_violation = expected
+            return result
+    bound = _bound(low, bounds, model, active, domain)
+    checker = _Checker(low, bound, model, timeout)
+    results = checker.run(props)
+    deps: list[Dependency] = []
+    if dependencies:
+        dep_props = [p for p in props if p != "sentinel-collision"]
+        for a in active:
+            rest = tuple(x for x in active if x != a)
+            low2 = lower(proto, algorithm, bounds, rest)
+            b2 = _bound(low2, bounds, model, rest, domain)
+            res2 = _Checker(low2, b2, model, timeout).run(dep_props)
+            deps.append(Dependency(a, "assumption", {p: r for p, r in res2.items() if not r.holds},
+                                   get_assumption(a).statement))
+        if domain and "sentinel-collision" in props and any(
+                i.kind == "poll" and i.predicate[0] == "ne" for i in low.instrs):
+            b2 = _bound(low, bounds, model, active, False)
+            res2 = _Checker(low, b2, model, timeout).run(["sentinel-collision"], with_domain=False)
+            deps.append(Dependency(DATA_DOMAIN, "data-domain", {p: r for p, r in res2.items() if not r.holds},
+                                   proto.data_domain.statement))
+    result = VerifyResult(proto.name, algorithm, model, bound, results, deps, time.perf_counter() - start,
+                          expected)
+    if use_cache:
+        _cache.store(key, result.to_json())
+    return result
+
+
+def verdict_for(protocol: str | Protocol, algorithm: str | None = None, model: str = "ptx", *,
+                solve: bool = True, **kwargs: Any) -> VerifyResult | None:
+    """The verdict for ``protocol`` under ``algorithm``, from the on-disk cache when present.
+
+    With ``solve=False`` it never runs the solver and returns ``None`` when
+    no verdict is cached (so a consumer such as the CUDA emitter can refuse
+    an unverified protocol cheaply). Keyword arguments are :func:`verify`'s.
+    """
+    if not solve:
+        proto = _resolve(protocol, kwargs.get("flag_bits"))
+        algorithm = algorithm or proto.algorithms[0]
+        assume = kwargs.get("assume")
+        active = tuple(proto.assumptions) if assume is None else tuple(dict.fromkeys(assume))
+        bounds = _bounds_for(proto, kwargs.get("ranks"), kwargs.get("iterations"), kwargs.get("lines"),
+                             kwargs.get("threads"), kwargs.get("max_lanes"))
+        low = lower(proto, algorithm, bounds, active)
+        props = list(PROPERTIES) if kwargs.get("properties") is None else [normalize_property(p) for p in
+                                                                          kwargs["properties"]]
+        key = _cache.cache_key({
+            "protocol": proto.name, "class": f"{type(proto).__module__}.{type(proto).__qualname__}",
+            "params": repr(sorted(proto.params.items(), key=lambda kv: kv[0])), "algorithm": algorithm,
+            "program": low.flat_signature, "bounds": repr(bounds), "model": model, "assumptions": list(active),
+            "data_domain": repr(proto.data_domain), "properties": props,
+            "dependencies": kwargs.get("dependencies", True),
+        })
+        data = _cache.load(key)
+        if data is None:
+            return None
+        result = VerifyResult.from_json(data)
+        result.expected_violation = normalize_property(proto.expected_violation) if proto.expected_violation else None
+        return result
+    return verify(protocol, algorithm, model=model, **kwargs)
+
+
+@dataclass
+class Summary:
+    """``verify --all``: shipped protocols and mutants."""
+
+    protocols: list[VerifyResult]
+    mutants: list[VerifyResult]
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.protocols) and all(r.caught for r in self.mutants)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "seconds": round(self.seconds, 2),
+                "protocols": [r.to_json() for r in self.protocols], "mutants": [r.to_json() for r in self.mutants]}
+
+
+def verify_all(*, algorithm: str | None = None, model: str = "ptx", ranks: int | None = None,
+               iterations: int | None = None, timeout: float = DEFAULT_TIMEOUT_S, mutants: bool = True,
+               use_cache: bool = True, **kwargs: Any) -> Summary:
+    """Verify every shipped protocol (under ``algorithm``, or its first) and catch every mutant."""
+    start = time.perf_counter()
+    shipped = []
+    for name in list_protocols():
+        proto = load_protocol(name)
+        algs = [algorithm] if algorithm else [proto.algorithms[0]]
+        for alg in algs:
+            if alg not in proto.algorithms:
+                continue
+            shipped.append(verify(name, alg, model=model, ranks=ranks, iterations=iterations, timeout=timeout,
+                                  use_cache=use_cache, **kwargs))
+    caught = []
+    if mutants:
+        for name in list_mutants():
+            proto = load_protocol(name)
+            alg = algorithm if algorithm in proto.algorithms else proto.algorithms[0]
+            caught.append(verify(name, alg, model=model, ranks=ranks, iterations=iterations, timeout=timeout,
+                                 dependencies=False, use_cache=use_cache, **kwargs))
+    return Summary(shipped, caught, time.perf_counter() - start)
