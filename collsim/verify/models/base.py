@@ -21,10 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import z3
+from z3 import z3core
 
 from collsim.verify.events import Event, Program, rmw_result
 
-__all__ = ["INIT_PREFIX", "Encoding", "Witness", "init_eid"]
+__all__ = ["INIT_PREFIX", "Encoding", "Witness", "init_eid", "conj", "disj", "implies", "negate",
+           "fold", "to_z3"]
 
 INIT_PREFIX = "init:"
 
@@ -34,44 +36,88 @@ def init_eid(loc: str) -> str:
     return INIT_PREFIX + loc
 
 
-def _b(x: Any) -> z3.BoolRef:
-    return x if isinstance(x, z3.BoolRef) else z3.BoolVal(bool(x))
+def fold(x: Any) -> Any:
+    """``x`` as a Python bool when it is a constant, else the z3 term itself.
+
+    Encodings pass *terms*: Python ``True``/``False`` or non-constant z3
+    Bools. Folding constants in Python keeps formulas small and avoids the
+    cost of z3 calls on trivially true or false parts.
+    """
+    if isinstance(x, bool):
+        return x
+    if z3.is_true(x):
+        return True
+    if z3.is_false(x):
+        return False
+    return x
 
 
-def _is_true(x: z3.BoolRef) -> bool:
-    return z3.is_true(x)
+# Boolean connectives built with the z3 C API directly: the Python wrappers
+# re-check sorts on every call, which dominates encoding time on big programs.
+def _nary(fn: Any, args: list[z3.BoolRef]) -> z3.BoolRef:
+    ctx = args[0].ctx
+    arr = (z3.Ast * len(args))()
+    for i, a in enumerate(args):
+        arr[i] = a.as_ast()
+    return z3.BoolRef(fn(ctx.ref(), len(args), arr), ctx)
 
 
-def _is_false(x: z3.BoolRef) -> bool:
-    return z3.is_false(x)
+def _not(a: z3.BoolRef) -> z3.BoolRef:
+    return z3.BoolRef(z3core.Z3_mk_not(a.ctx.ref(), a.as_ast()), a.ctx)
 
 
-def conj(*xs: Any) -> z3.BoolRef:
-    """``And`` that folds constants (keeps formulas small and readable)."""
+def _implies(a: z3.BoolRef, b: z3.BoolRef) -> z3.BoolRef:
+    return z3.BoolRef(z3core.Z3_mk_implies(a.ctx.ref(), a.as_ast(), b.as_ast()), a.ctx)
+
+
+def conj(*xs: Any) -> Any:
+    """``And`` of terms (Python bools fold away)."""
     out = []
     for x in xs:
-        x = _b(x)
-        if _is_false(x):
-            return z3.BoolVal(False)
-        if not _is_true(x):
-            out.append(x)
+        if x is True:
+            continue
+        if x is False:
+            return False
+        out.append(x)
     if not out:
-        return z3.BoolVal(True)
-    return out[0] if len(out) == 1 else z3.And(out)
+        return True
+    return out[0] if len(out) == 1 else _nary(z3core.Z3_mk_and, out)
 
 
-def disj(xs: Iterable[Any]) -> z3.BoolRef:
-    """``Or`` that folds constants."""
+def disj(xs: Iterable[Any]) -> Any:
+    """``Or`` of terms (Python bools fold away)."""
     out = []
     for x in xs:
-        x = _b(x)
-        if _is_true(x):
-            return z3.BoolVal(True)
-        if not _is_false(x):
-            out.append(x)
+        if x is False:
+            continue
+        if x is True:
+            return True
+        out.append(x)
     if not out:
-        return z3.BoolVal(False)
-    return out[0] if len(out) == 1 else z3.Or(out)
+        return False
+    return out[0] if len(out) == 1 else _nary(z3core.Z3_mk_or, out)
+
+
+def implies(a: Any, b: Any) -> Any:
+    """``Implies`` of terms."""
+    if a is False or b is True:
+        return True
+    if a is True:
+        return b
+    if b is False:
+        return _not(a)
+    return _implies(a, b)
+
+
+def negate(a: Any) -> Any:
+    """``Not`` of a term."""
+    if isinstance(a, bool):
+        return not a
+    return _not(a)
+
+
+def to_z3(a: Any) -> z3.BoolRef:
+    return z3.BoolVal(a) if isinstance(a, bool) else a
 
 
 @dataclass
@@ -167,10 +213,11 @@ class Encoding:
 
     # ---------------------------------------------------------------- helpers
     def add(self, *constraints: Any) -> None:
+        """Assert terms (``True`` is skipped)."""
         for c in constraints:
-            c = _b(c)
-            if not _is_true(c):
-                self.solver.add(c)
+            if c is True:
+                continue
+            self.solver.add(to_z3(c))
 
     def bool(self, name: str) -> z3.BoolRef:
         return z3.Bool(name)
@@ -193,26 +240,35 @@ class Encoding:
 
     # ------------------------------------------------------------ public API
     def executed(self, eid: str) -> z3.BoolRef:
-        if eid.startswith(INIT_PREFIX):
-            return z3.BoolVal(True)
-        return _b(self.ev[eid].guard)
+        """z3 Bool: the event runs (``init:<loc>`` always does)."""
+        return to_z3(self._ex(eid))
+
+    def writes(self, eid: str) -> z3.BoolRef:
+        """z3 Bool: the event runs and writes (a failing ``cas`` does not)."""
+        return to_z3(self._wr(eid))
 
     def read_value(self, eid: str) -> z3.ExprRef:
+        """The value returned by read or RMW ``eid`` (``program.value_var(eid)``)."""
         return self.program.value_var(eid)
 
     def written_value(self, eid: str) -> z3.ExprRef:
+        """The value written by write or RMW ``eid`` (or the initial value of ``init:<loc>``)."""
         return self._written[eid]
 
-    def writes(self, eid: str) -> z3.BoolRef:
-        return self._writes[eid]
-
     def rf_vars(self, eid: str) -> dict[str, z3.BoolRef]:
+        """``{write eid: rf[w->eid]}`` for read ``eid``: exactly one is true when it runs."""
         return self._rf[eid]
 
-    def co(self, a: str, b: str) -> z3.BoolRef:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def rf(self, w: str, r: str) -> z3.BoolRef:
+        """z3 Bool: ``r`` reads from ``w`` (False when ``w`` cannot be read by ``r``)."""
+        return to_z3(self._rf_of(w, r))
+
+    def co(self, a: str, b: str) -> z3.BoolRef:
+        """z3 Bool: write ``a`` precedes write ``b`` in coherence order (same location)."""
+        return to_z3(self._co(a, b))
 
     def final_value(self, loc: str) -> z3.ExprRef:
+        """The final value of ``loc`` (``program.final_var(loc)``)."""
         return self.program.final_var(loc)
 
     def writes_to(self, loc: str, *, with_init: bool = True) -> list[str]:
@@ -222,34 +278,47 @@ class Encoding:
         return out
 
     def reads_of(self, loc: str) -> list[str]:
+        """Eids of the reads (and RMWs) of ``loc``."""
         return [e.eid for e in self.events if e.is_read and e.loc == loc]
-
-    def rf(self, w: str, r: str) -> z3.BoolRef:
-        """``rf[w->r]`` or False when ``w`` is not a candidate for ``r``."""
-        return self._rf.get(r, {}).get(w, z3.BoolVal(False))
 
     def loc_of(self, eid: str) -> str:
         if eid.startswith(INIT_PREFIX):
             return eid[len(INIT_PREFIX):]
         return self.ev[eid].loc  # type: ignore[return-value]
 
+    # terms (Python bool or z3 Bool) for the encoders ---------------------------
+    def _ex(self, eid: str) -> Any:
+        if eid.startswith(INIT_PREFIX):
+            return True
+        return self._exec[eid]
+
+    def _wr(self, eid: str) -> Any:
+        return self._writes[eid]
+
+    def _rf_of(self, w: str, r: str) -> Any:
+        return self._rf.get(r, {}).get(w, False)
+
+    def _co(self, a: str, b: str) -> Any:  # pragma: no cover - defined by each model
+        raise NotImplementedError
+
     # ---------------------------------------------------------- construction
     def _build_common(self) -> None:
         p = self.program
+        self._exec = {e.eid: fold(e.guard) for e in self.events}
         for loc in self.locations:
             self._written[init_eid(loc)] = self.val(p.init_value(loc))
-            self._writes[init_eid(loc)] = z3.BoolVal(True)
+            self._writes[init_eid(loc)] = True
         for e in self.events:
             if e.kind == "W":
                 self._written[e.eid] = self.val(e.value)
-                self._writes[e.eid] = self.executed(e.eid)
+                self._writes[e.eid] = self._ex(e.eid)
             elif e.kind == "RMW":
                 old = self.read_value(e.eid)
                 operand = self.val(e.operand if e.operand is not None else 0)
                 compare = self.val(e.compare) if e.compare is not None else None
                 new, does = rmw_result(e.rmw_op, old, operand, compare)  # type: ignore[arg-type]
                 self._written[e.eid] = z3.simplify(new)
-                self._writes[e.eid] = conj(self.executed(e.eid), z3.simplify(does))
+                self._writes[e.eid] = conj(self._ex(e.eid), fold(z3.simplify(does)))
         self._encode_rf()
         self._encode_atomic_groups()
         self._encode_barriers()
@@ -273,17 +342,17 @@ class Encoding:
         for r in self.events:
             if not r.is_read:
                 continue
-            ex = self.executed(r.eid)
+            ex = self._ex(r.eid)
             choices = {}
             for w in self.rf_candidates(r):
                 v = self.bool(f"rf[{w}->{r.eid}]")
                 choices[w] = v
-                self.add(z3.Implies(v, conj(ex, self.writes(w))),
-                         z3.Implies(v, self.read_value(r.eid) == self.written_value(w)))
+                self.add(implies(v, conj(ex, self._wr(w))),
+                         implies(v, self.read_value(r.eid) == self.written_value(w)))
             self._rf[r.eid] = choices
             vs = list(choices.values())
-            self.add(z3.Implies(ex, z3.PbEq([(v, 1) for v in vs], 1)))
-            self.add(z3.Implies(z3.Not(ex), z3.And([z3.Not(v) for v in vs] + [
+            self.add(implies(ex, z3.PbEq([(v, 1) for v in vs], 1)))
+            self.add(implies(negate(ex), z3.And([z3.Not(v) for v in vs] + [
                 self.read_value(r.eid) == self.val(0)])))
 
     def _encode_atomic_groups(self) -> None:
@@ -303,21 +372,21 @@ class Encoding:
                 for r in reads:
                     ws = [w for w in writes if w.loc == r.loc and w.eid != r.eid]
                     if ws:
-                        pairs.append(disj(self.rf(w.eid, r.eid) for w in ws))
+                        pairs.append(disj(self._rf_of(w.eid, r.eid) for w in ws))
                 if len(pairs) < 2:
                     continue
                 for a, b in zip(pairs, pairs[1:]):
-                    self.add(a == b)
+                    self.add(to_z3(a) == to_z3(b))
 
     # barriers ----------------------------------------------------------------
     def _bar_group_key(self, e: Event) -> tuple[Any, ...]:
         pl = self.placement[e.thread]
         return (pl.gpu, pl.cta, str(e.bar_instance))
 
-    def _same_bar_id(self, a: Event, b: Event) -> z3.BoolRef:
+    def _same_bar_id(self, a: Event, b: Event) -> Any:
         if a.bar_id is None or b.bar_id is None:
-            return z3.BoolVal(True)
-        return _b(z3.simplify(self.val(a.bar_id) == self.val(b.bar_id)))
+            return True
+        return fold(z3.simplify(self.val(a.bar_id) == self.val(b.bar_id)))
 
     def _encode_barriers(self) -> None:
         groups: dict[tuple[Any, ...], list[Event]] = {}
@@ -328,50 +397,58 @@ class Encoding:
             syncsel: dict[str, z3.BoolRef] = {}
             for b in members:
                 if b.bar_quorum is None:
-                    syncsel[b.eid] = self.executed(b.eid)
+                    syncsel[b.eid] = self._ex(b.eid)
                 else:
                     syncsel[b.eid] = self.bool(f"barsync[{b.eid}]")
             for b in members:
-                ex = self.executed(b.eid)
+                ex = self._ex(b.eid)
                 same = {o.eid: self._same_bar_id(b, o) for o in members}
                 if b.bar_quorum is None:
-                    complete = conj(*[z3.Or(self.executed(o.eid), z3.Not(same[o.eid]))
+                    complete = conj(*[disj([self._ex(o.eid), negate(same[o.eid])])
                                       for o in members])
                 else:
                     q = self.val(b.bar_quorum)
                     one, zero = self.val(1), self.val(0)
-                    reached = sum(z3.If(conj(self.executed(o.eid), same[o.eid]), one, zero)
+                    reached = sum(z3.If(to_z3(conj(self._ex(o.eid), same[o.eid])), one, zero)
                                   for o in members)
-                    synced = sum(z3.If(conj(syncsel[o.eid], same[o.eid]), one, zero) for o in members)
+                    synced = sum(z3.If(to_z3(conj(syncsel[o.eid], same[o.eid])), one, zero)
+                                 for o in members)
                     has_q = self.bool(f"barquorum[{b.eid}]")
                     ge = (lambda x, y: z3.UGE(x, y)) if z3.is_bv(q) else (lambda x, y: x >= y)
                     self.add(z3.Implies(ge(reached, q), has_q), has_q == ge(synced, q),
-                             z3.Implies(syncsel[b.eid], ex))
+                             implies(syncsel[b.eid], ex))
                     complete = has_q
                 self._bar_complete[b.eid] = complete
                 # termination: a thread that reaches a barrier gets through it
-                self.add(z3.Implies(ex, complete))
+                self.add(implies(ex, complete))
             for b1 in members:
                 for b2 in members:
                     if b1.eid == b2.eid or b1.thread == b2.thread or b2.bar_arrive:
                         continue
-                    s = conj(syncsel[b1.eid], self.executed(b2.eid), self._same_bar_id(b1, b2))
-                    if not _is_false(s):
+                    s = conj(syncsel[b1.eid], self._ex(b2.eid), self._same_bar_id(b1, b2))
+                    if s is not False:
                         self._bar_sync[(b1.eid, b2.eid)] = s
 
-    def bar_sync_edges(self) -> dict[tuple[str, str], z3.BoolRef]:
+    def bar_sync_edges(self) -> dict[tuple[str, str], Any]:
         """``(b1, b2) -> cond``: barrier ``b1`` synchronises with ``b2`` when ``cond``."""
         return dict(self._bar_sync)
 
     # ---------------------------------------------------------------- decoding
     def co_order_pairs(self, m: z3.ModelRef, loc: str) -> list[tuple[str, str]]:
-        ws = [w for w in self.writes_to(loc) if z3.is_true(m.eval(self.writes(w), model_completion=True))]
+        ws = [w for w in self.writes_to(loc) if self.holds(m, self._wr(w))]
         out = []
         for a in ws:
             for b in ws:
-                if a != b and z3.is_true(m.eval(self.co(a, b), model_completion=True)):
+                if a != b and self.holds(m, self._co(a, b)):
                     out.append((a, b))
         return out
+
+    @staticmethod
+    def holds(m: z3.ModelRef, t: Any) -> bool:
+        """Whether term ``t`` is true in model ``m``."""
+        if isinstance(t, bool):
+            return t
+        return z3.is_true(m.eval(t, model_completion=True))
 
     def _num(self, m: z3.ModelRef, t: z3.ExprRef) -> int:
         v = m.eval(t, model_completion=True)
@@ -381,7 +458,7 @@ class Encoding:
 
     def decode(self, m: z3.ModelRef, extra: dict[str, Any] | None = None) -> Witness:
         """The execution described by model ``m``."""
-        executed = [e.eid for e in self.events if z3.is_true(m.eval(self.executed(e.eid), model_completion=True))]
+        executed = [e.eid for e in self.events if self.holds(m, self._ex(e.eid))]
         rf: dict[str, str] = {}
         values: dict[str, int] = {}
         written: dict[str, int] = {}
@@ -391,16 +468,16 @@ class Encoding:
             if e.is_read:
                 values[e.eid] = self._num(m, self.read_value(e.eid))
                 for w, v in self._rf[e.eid].items():
-                    if z3.is_true(m.eval(v, model_completion=True)):
+                    if self.holds(m, v):
                         rf[e.eid] = w
-            if e.is_write and z3.is_true(m.eval(self.writes(e.eid), model_completion=True)):
+            if e.is_write and self.holds(m, self._wr(e.eid)):
                 written[e.eid] = self._num(m, self.written_value(e.eid))
         co: dict[str, list[tuple[str, str]]] = {}
         co_order: dict[str, list[str]] = {}
         final: dict[str, int] = {}
         for loc in self.locations:
             pairs = self.co_order_pairs(m, loc)
-            ws = [w for w in self.writes_to(loc) if z3.is_true(m.eval(self.writes(w), model_completion=True))]
+            ws = [w for w in self.writes_to(loc) if self.holds(m, self._wr(w))]
             co[loc] = pairs
             co_order[loc] = _linearise(ws, pairs)
             final[loc] = self._num(m, self.final_value(loc))

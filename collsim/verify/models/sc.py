@@ -13,7 +13,7 @@ from __future__ import annotations
 import z3
 
 from collsim.verify.events import Program
-from collsim.verify.models.base import INIT_PREFIX, Encoding, conj
+from collsim.verify.models.base import INIT_PREFIX, Encoding, conj, implies
 
 __all__ = ["SCModel", "SCEncoding"]
 
@@ -51,30 +51,28 @@ class SCEncoding(Encoding):
                 continue
             others = self.writes_to(r.loc, with_init=False)  # type: ignore[arg-type]
             for w, v in self.rf_vars(r.eid).items():
-                later = [z3.Implies(self.writes(o), z3.Or(self.position(o) < self.position(w),
-                                                          self.position(o) > self.pos[r.eid]))
+                later = [implies(self._wr(o), z3.Or(self.position(o) < self.position(w),
+                                                       self.position(o) > self.pos[r.eid]))
                          for o in others if o != w and o != r.eid]
-                self.add(z3.Implies(v, conj(self.position(w) < self.pos[r.eid], *later)))
+                self.add(implies(v, conj(self.position(w) < self.pos[r.eid], *later)))
 
     def _barriers(self) -> None:
         for (b1, b2), cond in self.bar_sync_edges().items():
-            self.add(z3.Implies(cond, self.pos[b1] <= self.pos[b2]))
+            self.add(implies(cond, self.pos[b1] <= self.pos[b2]))
 
-    def co(self, a: str, b: str) -> z3.BoolRef:
-        if a == b:
-            return z3.BoolVal(False)
-        if b.startswith(INIT_PREFIX):
-            return z3.BoolVal(False)
-        return conj(self.writes(a), self.writes(b), self.position(a) < self.position(b))
+    def _co(self, a: str, b: str):
+        if a == b or b.startswith(INIT_PREFIX):
+            return False
+        return conj(self._wr(a), self._wr(b), self.position(a) < self.position(b))
 
     def _finals(self) -> None:
         for loc in self.locations:
             ws = self.writes_to(loc)
             fin = self.program.final_var(loc)
             for w in ws:
-                last = conj(self.writes(w), *[z3.Implies(self.writes(o), self.position(o) < self.position(w))
+                last = conj(self._wr(w), *[implies(self._wr(o), self.position(o) < self.position(w))
                                               for o in ws if o != w])
-                self.add(z3.Implies(last, fin == self.written_value(w)))
+                self.add(implies(last, fin == self.written_value(w)))
 
 
 class SCModel:
