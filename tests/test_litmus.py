@@ -176,3 +176,17 @@ def test_condition_syntax():
         assert evaluate(t).observed == observed, expr
     t = parse_test(row(threads, {"quantifier": "forall", "expr": "x == 3"}, expected="forbidden"))
     assert evaluate(t).agrees is True
+
+
+def test_generic_alias_needs_an_alias_proxy_fence():
+    aliases = [{"name": "y", "proxy": "generic", "of": "x"}]
+    plain = [ST("x", 1), LD("y", "r0")]
+    fenced = [ST("x", 1), {"op": "fence", "sem": "proxy.alias"}, LD("y", "r0")]
+    stale = {"quantifier": "exists", "expr": "P0:r0 == 0"}
+    t = parse_test(row([plain], stale, init={"x": 0}, aliases=aliases))
+    assert evaluate(t).observed == "allowed"
+    t = parse_test(row([fenced], stale, init={"x": 0}, aliases=aliases, expected="forbidden"))
+    assert evaluate(t).observed == "forbidden"
+    # the same location through the same address needs no fence
+    t = parse_test(row([[ST("x", 1), LD("x", "r0")]], stale, init={"x": 0}))
+    assert evaluate(t).observed == "forbidden"

@@ -21,7 +21,8 @@ Event kinds
     nothing and behaves as a plain read.
 ``F``
     a fence: ``sem`` is ``"acq_rel"`` or ``"sc"`` (``"acquire"`` and
-    ``"release"`` are accepted for the PTX 8.6 split fences).
+    ``"release"`` are accepted for the PTX 8.6 split fences; ``"proxy_alias"``
+    is ``fence.proxy.alias``).
 ``BAR``
     a CTA barrier (``bar.sync``; ``bar.arrive`` with ``bar_arrive=True``).
 
@@ -124,10 +125,12 @@ Scope = Literal["cta", "gpu", "sys"]
 KINDS: tuple[str, ...] = ("R", "W", "RMW", "F", "BAR")
 SEMS: tuple[str, ...] = ("weak", "relaxed", "acquire", "release", "acq_rel", "sc")
 SCOPES: tuple[str, ...] = ("cta", "gpu", "sys")
-FENCE_SEMS: tuple[str, ...] = ("acquire", "release", "acq_rel", "sc")
+#: Fence semantics; ``proxy_alias`` is ``fence.proxy.alias`` (orders accesses
+#: made through different virtual aliases of one location; not a memory fence).
+FENCE_SEMS: tuple[str, ...] = ("acquire", "release", "acq_rel", "sc", "proxy_alias")
 #: Operations of an RMW event (``cas`` also takes ``compare``).
 RMW_OPS: tuple[str, ...] = (
-    "add", "sub", "exch", "cas", "min", "max", "and", "or", "xor", "inc", "dec",
+    "add", "sub", "mul", "div", "exch", "cas", "min", "max", "and", "or", "xor", "inc", "dec",
 )
 
 #: A value: a Python int or a z3 arithmetic term (Int, or BitVec of the
@@ -322,6 +325,10 @@ def rmw_result(op: str, old: z3.ExprRef, operand: z3.ExprRef, compare: z3.ExprRe
         return old + operand, z3.BoolVal(True)
     if op == "sub":
         return old - operand, z3.BoolVal(True)
+    if op == "mul":
+        return old * operand, z3.BoolVal(True)
+    if op == "div":
+        return (z3.UDiv(old, operand) if bv else old / operand), z3.BoolVal(True)
     if op == "exch":
         return operand, z3.BoolVal(True)
     if op == "cas":
@@ -472,7 +479,7 @@ class Program:
                 if e.sem not in FENCE_SEMS:
                     raise InputError(f"{where}: unknown fence sem '{e.sem}'", field="sem",
                                      choices=FENCE_SEMS)
-                if e.scope not in SCOPES:
+                if e.scope not in SCOPES and e.sem != "proxy_alias":
                     raise InputError(f"{where}: a fence needs a scope", field="scope", choices=SCOPES)
             if e.kind == "BAR" and e.bar_instance is None:
                 raise InputError(f"{where}: a barrier needs bar_instance", field="bar_instance")

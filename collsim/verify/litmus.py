@@ -69,11 +69,11 @@ OPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "branch": (("cond", "a", "b", "target"), ()),
     "goto": (("target",), ()),
 }
-MEM_SEMS = ("weak", "relaxed", "acquire", "release", "acq_rel", "sc", "volatile")
-FENCE_SEMS = ("sc", "acq_rel", "acquire", "release")
+MEM_SEMS = ("weak", "relaxed", "acquire", "release", "acq_rel", "sc", "volatile", "mmio")
+FENCE_SEMS = ("sc", "acq_rel", "acquire", "release", "proxy.alias", "alias", "proxy")
 SCOPES = ("cta", "gpu", "sys")
-RMW_KINDS = ("add", "sub", "exch", "cas", "min", "max", "and", "or", "xor", "inc", "dec")
-LOCAL_KINDS = ("add", "sub", "mul", "and", "or", "xor")
+RMW_KINDS = ("add", "sub", "mul", "div", "exch", "cas", "min", "max", "and", "or", "xor", "inc", "dec")
+LOCAL_KINDS = ("add", "sub", "mul", "div", "and", "or", "xor")
 BRANCH_CONDS = ("eq", "ne", "lt", "le", "gt", "ge")
 QUANTIFIERS = ("exists", "~exists", "forall")
 EXPECTED = ("allowed", "forbidden")
@@ -389,6 +389,8 @@ class _ThreadLowering:
         scope = op.get("scope")
         if sem == "volatile":
             return "relaxed", "sys"
+        if sem == "mmio":  # a strong operation for the model (PTX ISA: mmio operation)
+            return "relaxed", scope or "sys"
         if sem == "weak":
             return "weak", None
         return sem, scope or _DEFAULT_SCOPE
@@ -508,8 +510,18 @@ class _ThreadLowering:
                 regs[op["reg"]] = self._read_var(e.eid)
                 taint[op["reg"]] = frozenset({e.eid})
         elif kind == "fence":
-            self._event(path, i, "F", f"fence_{op['sem']}_{op.get('scope') or _DEFAULT_SCOPE}",
-                        sem=op["sem"], scope=op.get("scope") or _DEFAULT_SCOPE, label=_label(op))
+            sem = op["sem"]
+            if sem in ("proxy.alias", "alias", "proxy"):
+                proxy = op.get("proxy") or op.get("kind") or ("alias" if sem != "proxy" else None)
+                if proxy != "alias":
+                    raise self.ctx.error(f"proxy fence for proxy {proxy!r}: only the generic proxy "
+                                         "and alias proxy fences are modelled", where + ".sem",
+                                         unsupported=True)
+                self._event(path, i, "F", "fence_proxy_alias", sem="proxy_alias", scope=None,
+                            label="fence.proxy.alias")
+            else:
+                self._event(path, i, "F", f"fence_{sem}_{op.get('scope') or _DEFAULT_SCOPE}",
+                            sem=sem, scope=op.get("scope") or _DEFAULT_SCOPE, label=_label(op))
         elif kind == "bar":
             bid, tb = (None, frozenset())
             if op.get("id") is not None:
@@ -527,7 +539,7 @@ class _ThreadLowering:
             a, ta = self._value(path, op["a"], where + ".a")
             b, tb = self._value(path, op["b"], where + ".b")
             fn = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y,
-                  "and": lambda x, y: x & y, "or": lambda x, y: x | y,
+                  "div": lambda x, y: x / y, "and": lambda x, y: x & y, "or": lambda x, y: x | y,
                   "xor": lambda x, y: x ^ y}[op["kind"]]
             regs[op["reg"]], taint[op["reg"]] = z3.simplify(fn(a, b)), ta | tb
         return _Path(guard=path.guard, regs=regs, taint=taint)

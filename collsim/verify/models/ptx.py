@@ -17,13 +17,16 @@ observation (obs)
     for an atomic operation ``Z`` (observation runs through RMW chains).
 release pattern on M
     a release write ``W``; or a release write ``X`` on M followed in program
-    order by a strong write ``W`` on M; or a release (``release``,
-    ``acq_rel``, ``sc``) fence ``X`` followed by a strong write ``W``.
+    order by a strong write ``W`` on M; or a release fence ``X`` (``release``,
+    ``acq_rel`` or ``sc``) followed by a strong write ``W``.
 acquire pattern on M
     an acquire read ``R``; or a strong read ``R`` on M followed by an acquire
-    read ``Y`` on M; or a strong read ``R`` followed by an acquire fence ``Y``.
-    The read of a ``red`` is not a read here ("red; fence.acquire" is not an
-    acquire pattern).
+    read ``Y`` on M; or a strong read ``R`` followed by an acquire fence ``Y``
+    (``acquire``, ``acq_rel`` or ``sc``). The read of a ``red`` is not a read
+    here ("red; fence.acquire" is not an acquire pattern).
+    ``fence.sc`` counts as a release and an acquire fence: the PTX atomics
+    ABI maps a seq_cst store to ``fence.sc; st.relaxed``, which must release,
+    and the ASPLOS'19 Alloy model makes FenceSC a kind of FenceAcqRel.
 synchronises-with (sw)
     release pattern ``(X, W)``, acquire pattern ``(R, Y)``, ``W obs R`` and
     ``X ms Y``; also ``F1 -> F2`` when ms ``fence.sc`` operations are so
@@ -31,8 +34,9 @@ synchronises-with (sw)
 base causality (hb)
     transitive closure of program order and sw.
 causality (cause)
-    ``hb | obs;hb``, kept only between accesses to the same virtual address
-    (generic proxy: aliases are not ordered without a proxy fence).
+    ``hb | obs;hb`` between accesses to the same virtual address (generic
+    proxy); between two virtual aliases of one location only ``hb`` paths
+    through a ``fence.proxy.alias`` count.
 coherence (co)
     a strict partial order on the writes of one location, initial write
     first; it relates every ms pair of writes (in some direction) and contains
@@ -53,12 +57,18 @@ Causality       ``(rf | fr); cause`` is irreflexive.
 Encoding
 --------
 z3 names follow the events: ``rf[w->r]``, ``co[a<b]``, ``fr[r->w]``,
-``obs[w->r]``, ``sw[x->y]``, ``fsc[f1<f2]``, ``hb[a->b]``, clocks
-``nta[e]`` (No-Thin-Air) and ``spl[e]`` (SC-per-Location). ``obs``, ``sw``
-and ``hb`` appear only on the "forbidden" side of the axioms, so they are
-encoded with implications from their definitions (a least fixpoint the
-solver never needs to exceed). The final value of a location is that of a
-co-maximal write (co is partial, so more than one can be maximal).
+``obs[w->r]``, ``sw[x->y]``, ``fsc[f1<f2]``, ``hb[o->b]``, clocks
+``nta[e]`` (No-Thin-Air), ``spl[e]`` (SC-per-Location), ``fscclk[f]``
+(Fence-SC order). Base causality is reachability over program order and
+synchronisation edges; variables ``hb[o->b]`` exist only from edge sources
+``o`` to edge targets ``b``, every other pair maps onto them (see
+:meth:`PTXEncoding.hb`). ``obs``, ``sw`` and ``hb`` appear only on the
+"forbidden" side of the axioms, so they are encoded with implications from
+their definitions (a least fixpoint the solver never needs to exceed).
+Coherence order is a strict partial order: the solver may order any two
+writes, must order ms pairs, and must follow causality. The final value of a
+location is that of a co-maximal write (more than one can be maximal when
+racing weak writes are left unordered).
 """
 from __future__ import annotations
 
