@@ -1,0 +1,786 @@
+"""Print a planned program as CUDA: one kernel per (protocol, algorithm), one block of code per IR op.
+
+The mapping is one to one. Every IR memory operation on a symmetric buffer
+becomes exactly one inline-PTX instruction per line (per lane), with the
+semantics and scope the IR states, and carries a PTX comment
+``// collsim-ir op=N label`` inside the asm block so the translation check
+(:mod:`collsim.emit.ptxcheck`) can find it in the compiled PTX:
+
+======================  ====================================================
+IR                      PTX
+======================  ====================================================
+Store weak              ``st.global{.vN}.uW``
+Store relaxed/release   ``st.{relaxed|release}.{scope}.global{.vN}.uW``
+Store volatile          ``st.volatile.global{.vN}.uW``
+Load / PollUntil        ``ld.{weak|volatile|relaxed.S|acquire.S}.global...``
+                        (PollUntil: inside a spin loop with a timeout)
+Fence                   ``fence.{sc|acq_rel}.{scope}``
+Atomic, no ``into``     ``red.{sem}.{scope}.global.{op}...`` (vector data:
+                        ``red...add.v4.f32`` / ``.noftz.v4.bf16x2``, sm_90)
+Atomic with ``into``    ``atom.{sem}.{scope}.global.{op}...``
+SyncGroup               ``__syncthreads()``
+KernelBoundary          end of the kernel (next part is the next launch)
+Reduce / WriteOutput    plain loads and stores of rank-local memory
+======================  ====================================================
+
+Registers are per-(rank, channel) scratch in global memory; see
+:mod:`collsim.emit.plan` for the hand-off barriers the emitter adds between
+threads. No protocol is special-cased: everything printed is derived from
+the program's ops, buffers and layouts.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from collsim.emit.layouts import EmitError, LayoutPlan
+from collsim.emit.plan import Node, ProgramPlan, iter_nodes
+from collsim.ir.expr import Expr
+from collsim.ir.ops import (
+    AtLeast,
+    Atomic,
+    Equals,
+    Fence,
+    Fill,
+    Input,
+    KernelBoundary,
+    Load,
+    Loop,
+    NotEqual,
+    Op,
+    PollUntil,
+    Reduce,
+    Ref,
+    Reg,
+    Store,
+    SyncGroup,
+    WriteOutput,
+)
+from collsim.ir.types import Issuer, RmwOp, Scope, Sem
+
+__all__ = ["generate_kernel_source", "describe_op", "ptx_store_qualifiers", "ptx_load_qualifiers",
+           "ptx_atomic_qualifiers", "MARKER"]
+
+#: The comment every emitted IR instruction carries inside its asm block.
+MARKER = "collsim-ir op="
+
+
+# ---------------------------------------------------------------------------
+# Semantics -> PTX qualifiers
+# ---------------------------------------------------------------------------
+
+def ptx_store_qualifiers(sem: Sem, scope: Scope, where: str) -> str:
+    """``st`` qualifiers before ``.global`` for an IR store."""
+    if sem is Sem.WEAK:
+        return ""
+    if sem is Sem.VOLATILE:
+        return ".volatile"
+    if sem in (Sem.RELAXED, Sem.RELEASE):
+        return f".{sem.value}.{scope.value}"
+    raise EmitError(f"{where}: a store cannot have {sem.value} semantics (PTX st takes weak, volatile, relaxed "
+                    "or release)")
+
+
+def ptx_load_qualifiers(sem: Sem, scope: Scope, where: str) -> str:
+    """``ld`` qualifiers before ``.global`` for an IR load or poll."""
+    if sem is Sem.WEAK:
+        return ""
+    if sem is Sem.VOLATILE:
+        return ".volatile"
+    if sem in (Sem.RELAXED, Sem.ACQUIRE):
+        return f".{sem.value}.{scope.value}"
+    raise EmitError(f"{where}: a load cannot have {sem.value} semantics (PTX ld takes weak, volatile, relaxed "
+                    "or acquire)")
+
+
+def ptx_atomic_qualifiers(sem: Sem, scope: Scope, returns: bool, where: str) -> tuple[str, str]:
+    """(mnemonic, qualifiers) for an IR atomic: ``red`` when nothing is returned and the semantics allow it."""
+    if sem is Sem.WEAK:
+        raise EmitError(f"{where}: an atomic cannot be weak")
+    model = Sem.RELAXED if sem is Sem.VOLATILE else sem  # PTX has no volatile atomics; volatile = relaxed.sys
+    scope_q = Scope.SYS if sem is Sem.VOLATILE else scope
+    if not returns and model in (Sem.RELAXED, Sem.RELEASE):
+        return "red", f".{model.value}.{scope_q.value}"
+    return "atom", f".{model.value}.{scope_q.value}"
+
+
+# ---------------------------------------------------------------------------
+# Descriptions (comments, op tables)
+# ---------------------------------------------------------------------------
+
+def _src_text(src) -> str:
+    if src is None:
+        return "none"
+    if isinstance(src, Input):
+        return f"Input(+{src.offset!r})"
+    if isinstance(src, Reg):
+        extra = f", count {src.count!r}, stride {src.stride!r}" if repr(src.count) != "1" else ""
+        return f"Reg {src.name}(+{src.offset!r}{extra})"
+    if isinstance(src, Fill):
+        return f"Fill({src.pattern})"
+    return repr(src)
+
+
+def _ref_text(ref: Ref) -> str:
+    return (f"{ref.buffer}@rank {ref.rank!r} [slot {ref.slot!r}, region {ref.region!r}, "
+            f"lines {ref.line!r}+{ref.lines!r}]")
+
+
+def _pred_text(pred) -> str:
+    if isinstance(pred, NotEqual):
+        return f"NotEqual 0x{pred.value:x}"
+    return f"{type(pred).__name__} {pred.value!r}"
+
+
+def describe_op(op: Op) -> str:
+    """One line naming an IR op, its semantics and operands (used in comments and timeout messages)."""
+    issuer = getattr(op, "issuer", None)
+    who = f", {issuer.value}" if issuer is not None else ""
+    if isinstance(op, Store):
+        flag = f", flag {op.flag!r}" if op.flag is not None else ""
+        return f"Store {op.sem.value}.{op.scope.value}{who}: {_ref_text(op.dst)} <- {_src_text(op.src)}{flag}"
+    if isinstance(op, Load):
+        return f"Load {op.sem.value}.{op.scope.value}{who}: {op.into}(+{op.into_offset!r}) <- {_ref_text(op.src)}"
+    if isinstance(op, PollUntil):
+        into = f" -> {op.into}(+{op.into_offset!r})" if op.into else ""
+        return (f"PollUntil {_pred_text(op.until)} {op.sem.value}.{op.scope.value}{who}: "
+                f"{_ref_text(op.src)}{into}")
+    if isinstance(op, Fence):
+        return f"Fence {op.kind.value}.{op.scope.value}{who}"
+    if isinstance(op, Atomic):
+        operand = _src_text(op.operand) if isinstance(op.operand, (Input, Reg, Fill)) else repr(op.operand)
+        into = f" -> {op.into}" if op.into else ""
+        return f"Atomic {op.op.value} {op.sem.value}.{op.scope.value}{who}: {_ref_text(op.dst)} += {operand}{into}"
+    if isinstance(op, Reduce):
+        srcs = ", ".join(_src_text(s) for s in op.srcs)
+        out = f", output +{op.output_offset!r}" if op.output_offset is not None else ""
+        return f"Reduce {op.op} into {op.into} ({op.nbytes!r} B): {srcs}{out}"
+    if isinstance(op, WriteOutput):
+        return f"WriteOutput +{op.offset!r} ({op.nbytes!r} B) <- {_src_text(op.src)}"
+    if isinstance(op, SyncGroup):
+        return "SyncGroup"
+    if isinstance(op, KernelBoundary):
+        return "KernelBoundary"
+    if isinstance(op, Loop):
+        return f"Loop {op.var} < {op.count!r}"
+    return type(op).__name__
+
+
+def _c(expr: Expr) -> str:
+    return f"(long long)({expr.to_c()})"
+
+
+def _comment_safe(text: str) -> str:
+    return text.replace("*/", "* /").replace("\n", " ").replace("\\", "/")
+
+
+# ---------------------------------------------------------------------------
+# The writer
+# ---------------------------------------------------------------------------
+
+class _Out:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.depth = 0
+
+    def __call__(self, text: str = "") -> None:
+        if not text:
+            self.lines.append("")
+            return
+        for line in text.split("\n"):
+            self.lines.append(("  " * self.depth + line) if line else "")
+
+    def open(self, text: str) -> None:
+        self(text)
+        self.depth += 1
+
+    def close(self, text: str = "}") -> None:
+        self.depth -= 1
+        self(text)
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+class KernelGenerator:
+    """Prints the device code of one planned program."""
+
+    def __init__(self, plan: ProgramPlan) -> None:
+        self.plan = plan
+        self.program = plan.program
+        self.out = _Out()
+
+    # -- helpers -------------------------------------------------------------
+    def where(self, node: Node) -> str:
+        return f"{self.program.protocol}/{self.program.algorithm} op #{node.id} ({getattr(node.op, 'label', '')})"
+
+    def buf(self, name: str) -> int:
+        try:
+            return self.plan.buffer_index[name]
+        except KeyError:
+            raise EmitError(f"{self.program.protocol}/{self.program.algorithm}: op uses undeclared buffer {name!r}") from None
+
+    def reg(self, name: str) -> int:
+        try:
+            return self.plan.register_index[name]
+        except KeyError:
+            raise EmitError(f"{self.program.protocol}/{self.program.algorithm}: register {name!r} is not declared "
+                            "in Program.registers, so the emitter cannot size its scratch") from None
+
+    def ref_base(self, ref: Ref, node: Node) -> str:
+        """Declare o_owner/o_base/o_lines for ``ref`` (the address of its first line)."""
+        b = self.buf(ref.buffer)
+        lp = self.plan.layouts[ref.buffer]
+        o = self.out
+        o(f"const long long o_owner = {_c(ref.rank)};")
+        o(f"const long long o_slot = {_c(ref.slot)};")
+        o(f"const long long o_region = {_c(ref.region)};")
+        o(f"const long long o_line0 = {_c(ref.line)};")
+        o(f"const long long o_lines = {_c(ref.lines)};")
+        depth = self.program.buffer(ref.buffer).depth
+        o(f"COLLSIM_CHECK_REF({node.id}, o_owner, nranks, o_slot, {depth}, o_region, R_{b}, o_line0, o_lines, L_{b});")
+        o(f"char* const o_base = p.buf[{b}][o_owner] + (long long)chan * p.buf_stride[{b}]"
+          f" + ((o_slot * R_{b} + o_region) * L_{b} + o_line0) * {lp.line_bytes};")
+        return "o_base"
+
+    def source_ptr(self, src, node: Node) -> str | None:
+        if isinstance(src, Input):
+            return f"in_bytes + {_c(src.offset)}"
+        if isinstance(src, Reg):
+            if repr(src.count) != "1":
+                raise EmitError(f"{self.where(node)}: a store/atomic source must be one register slice "
+                                "(count > 1 is only meaningful in Reduce)")
+            return f"reg_{self.reg(src.name)} + {_c(src.offset)}"
+        return None
+
+    def fill_value(self, src, lp: LayoutPlan, node: Node) -> str:
+        if src is None or (isinstance(src, Fill) and src.pattern == "zero"):
+            return "0u" if lp.elem_bytes == 4 else "0ull"
+        if isinstance(src, Fill) and src.pattern == "sentinel":
+            word = self.sentinel(node)
+            if lp.elem_bytes == 4:
+                return f"0x{word:08x}u"
+            return f"0x{word:08x}{word:08x}ull"
+        raise EmitError(f"{self.where(node)}: unsupported source {src!r}")
+
+    def sentinel(self, node: Node) -> int:
+        if self.plan.sentinel_word is None:
+            raise EmitError(f"{self.where(node)}: Fill('sentinel') needs the protocol's data_domain.forbidden_word "
+                            "(the sentinel pattern), which this protocol does not declare")
+        return self.plan.sentinel_word
+
+    def marker(self, node: Node) -> str:
+        label = getattr(node.op, "label", type(node.op).__name__)
+        return f"// {MARKER}{node.id} {label}\\n\\t"
+
+    def item_loop(self, issuer: Issuer, total: str) -> None:
+        """Open the loop over ``total`` (line, lane) items for ``issuer``."""
+        o = self.out
+        if issuer is Issuer.LEADER:
+            o.open("if (tid == 0) {")
+            o("#pragma unroll 1")
+            o.open(f"for (long long o_i = 0; o_i < {total}; ++o_i) {{")
+        else:
+            o("#pragma unroll 1")
+            o.open(f"for (long long o_i = tid; o_i < {total}; o_i += nthreads) {{")
+
+    def close_item_loop(self, issuer: Issuer) -> None:
+        self.out.close()
+        if issuer is Issuer.LEADER:
+            self.out.close()
+
+    def line_lane(self, lp: LayoutPlan) -> None:
+        o = self.out
+        if lp.lanes == 1:
+            o("const long long ln = o_i;")
+        else:
+            o(f"const long long ln = o_i / {lp.lanes};")
+            o(f"const int lane = (int)(o_i % {lp.lanes});")
+
+    def lane_addr(self, lp: LayoutPlan, base: str) -> str:
+        lane = f" + (long long)lane * {lp.store_bytes}" if lp.lanes > 1 else ""
+        return f"{base} + ln * {lp.line_bytes}{lane}"
+
+    def pattern_switch(self, lp: LayoutPlan, body: Callable[[object], None]) -> None:
+        """Emit ``body(pattern)`` for each lane pattern, selected by lane."""
+        o = self.out
+        if len(lp.patterns) == 1:
+            body(lp.patterns[0])
+            return
+        for i, pattern in enumerate(lp.patterns):
+            if i == 0:
+                o.open(f"if ({pattern.condition(lp.lanes)}) {{")
+            elif i == len(lp.patterns) - 1:
+                o.close("} else {")
+                o.depth += 1
+            else:
+                o.close(f"}} else if ({pattern.condition(lp.lanes)}) {{")
+                o.depth += 1
+            body(pattern)
+        o.close()
+
+    # -- program ---------------------------------------------------------------
+    def kernel_name(self, part: int) -> str:
+        return f"collsim_kernel_part{part}"
+
+    def generate(self) -> str:
+        o = self.out
+        for part, nodes in enumerate(self.plan.kernels):
+            last = part == len(self.plan.kernels) - 1
+            self.kernel(part, nodes, last)
+            o()
+        return o.text()
+
+    def kernel(self, part: int, nodes: tuple[Node, ...], last: bool) -> None:
+        o = self.out
+        o(f"// Kernel part {part} of {len(self.plan.kernels)}: IR ops "
+          f"#{nodes[0].id}..#{max(n.id for n in iter_nodes(nodes))}. One block per (rank, channel).")
+        o("template <typename T>")
+        o.open(f"__global__ void __launch_bounds__(COLLSIM_MAX_THREADS) {self.kernel_name(part)}(const CollsimParams p) {{")
+        o("[[maybe_unused]] const int tid = (int)threadIdx.x;")
+        o("[[maybe_unused]] const int nthreads = (int)blockDim.x;")
+        o("[[maybe_unused]] const long long rank = (long long)p.first_rank + (long long)(blockIdx.x / p.ctas);")
+        o("[[maybe_unused]] const int chan = (int)(blockIdx.x % p.ctas);")
+        o("[[maybe_unused]] const long long nranks = (long long)p.nranks;")
+        o("[[maybe_unused]] const long long msg_bytes = collsim_channel_msg(p, chan);")
+        o("// ITER: this (rank, channel)'s launch counter, kept in device memory across launches")
+        o("__shared__ long long s_iter;")
+        o("if (tid == 0) s_iter = p.ctrl[rank][chan];")
+        o("__syncthreads();  // emitter: publish ITER to the block (not an IR op)")
+        o("[[maybe_unused]] const long long iter = s_iter;")
+        o("[[maybe_unused]] const char* const in_bytes = p.input[rank] + (long long)chan * p.chan_bytes;")
+        o("[[maybe_unused]] char* const out_bytes = p.output[rank] + (long long)chan * p.chan_bytes;")
+        for name, index in self.plan.register_index.items():
+            o(f"[[maybe_unused]] char* const reg_{index} = p.reg[{index}][rank] + (long long)chan * p.reg_stride[{index}];"
+              f"  // register {name}")
+        for buf in self.program.buffers:
+            b = self.buf(buf.name)
+            o(f"[[maybe_unused]] const long long R_{b} = {_c(buf.regions)};  // {buf.name}: regions")
+            o(f"[[maybe_unused]] const long long L_{b} = {_c(buf.lines)};  // {buf.name}: lines per region")
+        o()
+        self.nodes(nodes)
+        if last:
+            o("// emitter: advance ITER for the next launch (stream order publishes it)")
+            o("if (tid == 0) p.ctrl[rank][chan] = iter + 1;")
+        o.close()
+
+    def nodes(self, nodes: tuple[Node, ...]) -> None:
+        for node in nodes:
+            self.node(node)
+
+    def node(self, node: Node) -> None:
+        o = self.out
+        op = node.op
+        if node.id in self.plan.sync_before:
+            o("__syncthreads();  // emitter: register hand-off between threads (not an IR op)")
+        label = getattr(op, "label", "")
+        o(f"// IR #{node.id} {label} [{_comment_safe(describe_op(op))}]")
+        if isinstance(op, Loop):
+            o("#pragma unroll 1")
+            o.open(f"for (long long {op.var} = 0; {op.var} < {_c(op.count)}; ++{op.var}) {{")
+            self.nodes(node.body)
+            o.close()
+            return
+        if isinstance(op, SyncGroup):
+            o("__syncthreads();")
+            return
+        if isinstance(op, KernelBoundary):
+            o("// end of launch: the next kernel part (or the next collective) starts after this kernel")
+            return
+        o.open("{")
+        if isinstance(op, Store):
+            self.store(node, op)
+        elif isinstance(op, Load):
+            self.load(node, op)
+        elif isinstance(op, PollUntil):
+            self.poll(node, op)
+        elif isinstance(op, Fence):
+            self.fence(node, op)
+        elif isinstance(op, Atomic):
+            self.atomic(node, op)
+        elif isinstance(op, Reduce):
+            self.reduce(node, op)
+        elif isinstance(op, WriteOutput):
+            self.write_output(node, op)
+        else:
+            raise EmitError(f"{self.where(node)}: the emitter has no translation for {type(op).__name__}")
+        o.close()
+
+    # -- ops -------------------------------------------------------------------
+    def store(self, node: Node, op: Store) -> None:
+        o = self.out
+        lp = self.plan.layouts[op.dst.buffer]
+        quals = ptx_store_qualifiers(op.sem, op.scope, self.where(node))
+        if op.flag is None and lp.layout.flag_words:
+            raise EmitError(f"{self.where(node)}: stores into layout {lp.name}, which has flag words, without a flag")
+        base = self.ref_base(op.dst, node)
+        src = self.source_ptr(op.src, node)
+        if src is not None:
+            o(f"const char* const o_src = {src};")
+        if op.flag is not None:
+            o(f"const {lp.ctype} o_flag = ({lp.ctype})({op.flag.to_c()});")
+        self.item_loop(op.issuer, f"o_lines * {lp.lanes}")
+        self.line_lane(lp)
+        if src is not None and lp.has_data():
+            o(f"const long long o_d = ln * {lp.data_bytes} + {lp.lane_data_start_c()};")
+        names = [f"e{i}" for i in range(lp.n_elems)]
+        o(f"{lp.ctype} {', '.join(names)};")
+
+        def fill(pattern) -> None:
+            for i, el in enumerate(pattern.elements):
+                if el.role == "flag":
+                    o(f"e{i} = o_flag;")
+                elif src is not None:
+                    o(f"e{i} = collsim_ld_u{lp.elem_bytes * 8}(o_src + o_d + {el.data_offset});")
+                else:
+                    o(f"e{i} = {self.fill_value(op.src, lp, node)};")
+
+        self.pattern_switch(lp, fill)
+        operands = ", ".join(f"%{i + 1}" for i in range(lp.n_elems))
+        vec = "{" + operands + "}" if lp.n_elems > 1 else operands
+        args = ", ".join(f'"{lp.constraint}"({n})' for n in names)
+        o(f'asm volatile("{self.marker(node)}st{quals}.global{lp.ptx_type} [%0], {vec};"')
+        o(f'             :: "l"({self.lane_addr(lp, base)}), {args} : "memory");')
+        self.close_item_loop(op.issuer)
+
+    def _load_asm(self, node: Node, lp: LayoutPlan, quals: str, names: list[str], addr: str) -> None:
+        o = self.out
+        outs = ", ".join(f"%{i}" for i in range(lp.n_elems))
+        vec = "{" + outs + "}" if lp.n_elems > 1 else outs
+        results = ", ".join(f'"={lp.constraint}"({n})' for n in names)
+        o(f'asm volatile("{self.marker(node)}ld{quals}.global{lp.ptx_type} {vec}, [%{lp.n_elems}];"')
+        o(f'             : {results} : "l"({addr}) : "memory");')
+
+    def _write_data(self, lp: LayoutPlan, names: list[str], into: str | None) -> None:
+        """Write the data elements of one lane to register ``into`` at o_d."""
+        if into is None or not lp.has_data():
+            return
+        o = self.out
+
+        def write(pattern) -> None:
+            for i, el in enumerate(pattern.elements):
+                if el.role == "data":
+                    o(f"collsim_st_u{lp.elem_bytes * 8}(o_into + o_d + {el.data_offset}, {names[i]});")
+
+        self.pattern_switch(lp, write)
+
+    def load(self, node: Node, op: Load) -> None:
+        o = self.out
+        lp = self.plan.layouts[op.src.buffer]
+        quals = ptx_load_qualifiers(op.sem, op.scope, self.where(node))
+        base = self.ref_base(op.src, node)
+        o(f"char* const o_into = reg_{self.reg(op.into)} + {_c(op.into_offset)};")
+        self.item_loop(op.issuer, f"o_lines * {lp.lanes}")
+        self.line_lane(lp)
+        if lp.has_data():
+            o(f"const long long o_d = ln * {lp.data_bytes} + {lp.lane_data_start_c()};")
+        names = [f"e{i}" for i in range(lp.n_elems)]
+        o(f"{lp.ctype} {', '.join(names)};")
+        self._load_asm(node, lp, quals, names, self.lane_addr(lp, base))
+        self._write_data(lp, names, "o_into")
+        self.close_item_loop(op.issuer)
+
+    def _predicate(self, node: Node, op: PollUntil, lp: LayoutPlan, pattern, names: list[str]) -> tuple[str, str]:
+        """(condition that the lane's polled elements satisfy, the first polled element's name)."""
+        polled = [names[i] for i, el in enumerate(pattern.elements) if el.polled]
+        if not polled:
+            return "true", "0ull"
+        pred = op.until
+        conds = []
+        for name in polled:
+            if isinstance(pred, Equals):
+                conds.append(f"{name} == ({lp.ctype})o_want")
+            elif isinstance(pred, AtLeast):
+                conds.append(f"(long long){name} >= o_want")
+            elif isinstance(pred, NotEqual):
+                conds.append(f"{name} != ({lp.ctype})o_want")
+            else:
+                raise EmitError(f"{self.where(node)}: unknown poll predicate {pred!r}")
+        return " && ".join(conds), polled[0]
+
+    def _want(self, node: Node, op: PollUntil, lp: LayoutPlan) -> str:
+        pred = op.until
+        if isinstance(pred, NotEqual):
+            value = pred.value
+            if lp.elem_bytes == 8 and value < (1 << 32):
+                value = (value << 32) | value
+            return f"(long long){value}ull"
+        return _c(pred.value)
+
+    def poll(self, node: Node, op: PollUntil) -> None:
+        o = self.out
+        lp = self.plan.layouts[op.src.buffer]
+        if not lp.layout.poll_words:
+            raise EmitError(f"{self.where(node)}: polls layout {lp.name}, which has no polled word")
+        quals = ptx_load_qualifiers(op.sem, op.scope, self.where(node))
+        base = self.ref_base(op.src, node)
+        o(f"const long long o_want = {self._want(node, op, lp)};")
+        into = None
+        if op.into:
+            into = "o_into"
+            o(f"char* const o_into = reg_{self.reg(op.into)} + {_c(op.into_offset)};")
+        names = [f"e{i}" for i in range(lp.n_elems)]
+        if lp.lanes == 1 or op.issuer is Issuer.LEADER:
+            self._poll_per_thread(node, op, lp, quals, base, names, into)
+        else:
+            self._poll_lane_group(node, op, lp, quals, base, names, into)
+
+    def _poll_per_thread(self, node, op, lp, quals, base, names, into) -> None:
+        """One thread spins on each of its items; a leader walks all of them."""
+        o = self.out
+        self.item_loop(op.issuer, f"o_lines * {lp.lanes}")
+        self.line_lane(lp)
+        if into and lp.has_data():
+            o(f"const long long o_d = ln * {lp.data_bytes} + {lp.lane_data_start_c()};")
+        o(f"{lp.ctype} {', '.join(names)};")
+        o("unsigned int o_spins = 0; unsigned long long o_t0 = 0;")
+        o.open("while (true) {")
+        self._load_asm(node, lp, quals, names, self.lane_addr(lp, base))
+
+        def check(pattern) -> None:
+            cond, first = self._predicate(node, op, lp, pattern, names)
+            o(f"if ({cond}) break;")
+            o(f"if (collsim_poll_timeout(p, o_spins, o_t0, rank, chan, {node.id}, ln, "
+              f"(unsigned long long){first}, o_want)) break;")
+
+        self.pattern_switch(lp, check)
+        o.close()
+        self._write_data(lp, names, into)
+        self.close_item_loop(op.issuer)
+
+    def _poll_lane_group(self, node, op, lp, quals, base, names, into) -> None:
+        """The lanes of a line are consecutive threads of one warp; each round every lane loads its
+        part with one instruction, the group votes, and the round in which every polled word of the
+        line holds ends the spin: each lane keeps the data of that round's load."""
+        o = self.out
+        L = lp.lanes
+        group = "0xffffffffu" if L == 32 else f"((1u << {L}) - 1u)"
+        o("const long long o_n = o_lines * %d;" % L)
+        o("#pragma unroll 1")
+        o.open("for (long long o_w = tid - (tid & 31); o_w < o_n; o_w += nthreads) {")
+        o("const long long o_i = o_w + (tid & 31);")
+        o("const unsigned int o_active = __ballot_sync(0xffffffffu, o_i < o_n);")
+        o("if (o_i >= o_n) continue;")
+        self.line_lane(lp)
+        o(f"const unsigned int o_group = {group} << ((tid & 31) - lane);")
+        if into and lp.has_data():
+            o(f"const long long o_d = ln * {lp.data_bytes} + {lp.lane_data_start_c()};")
+        o(f"{lp.ctype} {', '.join(n + ' = 0' for n in names)};")
+        o("unsigned int o_spins = 0; unsigned long long o_t0 = 0;")
+        o("bool o_done = false;")
+        o.open("while (true) {")
+        o("bool o_ok = true;")
+        o("bool o_polls = false;  // does this lane hold a polled word?")
+        o("unsigned long long o_seen = 0;")
+        o.open("if (!o_done) {")
+        self._load_asm(node, lp, quals, names, self.lane_addr(lp, base))
+
+        def check(pattern) -> None:
+            if not any(el.polled for el in pattern.elements):
+                o("o_ok = true;")
+                return
+            cond, first = self._predicate(node, op, lp, pattern, names)
+            o(f"o_ok = {cond};")
+            o("o_polls = true;")
+            o(f"o_seen = (unsigned long long){first};")
+
+        self.pattern_switch(lp, check)
+        o.close()
+        o("const unsigned int o_vote = __ballot_sync(o_active, o_done || o_ok);")
+        o.open("if (!o_done && (o_vote & o_group) == o_group) {")
+        o("o_done = true;")
+        self._write_data(lp, names, into)
+        o.close()
+        o("if (__all_sync(o_active, o_done)) break;")
+        o("// only lanes that poll count time; the others finish with their line's vote")
+        o(f"if (!o_done && o_polls && collsim_poll_timeout(p, o_spins, o_t0, rank, chan, {node.id}, ln, o_seen, "
+          "o_want)) o_done = true;")
+        o.close()
+        o.close()
+
+    def fence(self, node: Node, op: Fence) -> None:
+        o = self.out
+        guard = "if (tid == 0) " if op.issuer is Issuer.LEADER else ""
+        o(f'{guard}asm volatile("{self.marker(node)}fence.{op.kind.value}.{op.scope.value};" ::: "memory");')
+
+    def atomic(self, node: Node, op: Atomic) -> None:
+        lp = self.plan.layouts[op.dst.buffer]
+        if isinstance(op.operand, (Input, Reg, Fill)):
+            self._atomic_data(node, op, lp)
+        else:
+            self._atomic_scalar(node, op, lp)
+
+    def _atomic_scalar(self, node: Node, op: Atomic, lp: LayoutPlan) -> None:
+        """A counter atomic: one scalar instruction per word of each line."""
+        o = self.out
+        mnemonic, quals = ptx_atomic_qualifiers(op.sem, op.scope, op.into is not None, self.where(node))
+        if op.op is RmwOp.CAS:
+            raise EmitError(f"{self.where(node)}: atom.cas needs a compare value, which the IR's Atomic "
+                            "does not carry (add a 'compare' field to Atomic to emit CAS)")
+        bits = lp.elem_bytes * 8
+        ptx_op = {RmwOp.ADD: f"add.u{bits}", RmwOp.EXCH: f"exch.b{bits}", RmwOp.MIN: f"min.u{bits}",
+                  RmwOp.MAX: f"max.u{bits}"}[op.op]
+        words = len(lp.layout.words)
+        base = self.ref_base(op.dst, node)
+        o(f"const {lp.ctype} o_val = ({lp.ctype})({op.operand.to_c()});")
+        if op.into:
+            o(f"char* const o_into = reg_{self.reg(op.into)} + {_c(op.into_offset)};")
+        self.item_loop(op.issuer, f"o_lines * {words}")
+        addr = f"{base} + o_i * {lp.elem_bytes}"
+        if mnemonic == "red":
+            o(f'asm volatile("{self.marker(node)}red{quals}.global.{ptx_op} [%0], %1;"')
+            o(f'             :: "l"({addr}), "{lp.constraint}"(o_val) : "memory");')
+        else:
+            o(f"{lp.ctype} o_old;")
+            o(f'asm volatile("{self.marker(node)}atom{quals}.global.{ptx_op} %0, [%1], %2;"')
+            o(f'             : "={lp.constraint}"(o_old) : "l"({addr}), "{lp.constraint}"(o_val) : "memory");')
+            if op.into:
+                o(f"collsim_st_u{bits}(o_into + o_i * {lp.elem_bytes}, o_old);")
+            else:
+                o("(void)o_old;")
+        self.close_item_loop(op.issuer)
+
+    def _atomic_data(self, node: Node, op: Atomic, lp: LayoutPlan) -> None:
+        """A data atomic: one vector instruction per lane (element type from the run's dtype)."""
+        o = self.out
+        if op.op is not RmwOp.ADD:
+            raise EmitError(f"{self.where(node)}: data atomics support add only (got {op.op.value})")
+        if lp.elem_bytes != 4 or any(el.role != "data" for pat in lp.patterns for el in pat.elements):
+            raise EmitError(f"{self.where(node)}: vector atomics need a layout of 4-byte data words only "
+                            f"({lp.name} is not)")
+        mnemonic, quals = ptx_atomic_qualifiers(op.sem, op.scope, op.into is not None, self.where(node))
+        n = lp.n_elems
+        base = self.ref_base(op.dst, node)
+        src = self.source_ptr(op.operand, node)
+        if src is not None:
+            o(f"const char* const o_src = {src};")
+        if op.into:
+            o(f"char* const o_into = reg_{self.reg(op.into)} + {_c(op.into_offset)};")
+        self.item_loop(op.issuer, f"o_lines * {lp.lanes}")
+        self.line_lane(lp)
+        o(f"const long long o_d = ln * {lp.data_bytes} + {lp.lane_data_start_c()};")
+        o(f"char* const o_addr = {self.lane_addr(lp, base)};")
+        names = [f"e{i}" for i in range(n)]
+        for i, name in enumerate(names):
+            value = (f"collsim_ld_u32(o_src + o_d + {4 * i})" if src is not None
+                     else self.fill_value(op.operand, lp, node))
+            o(f"const unsigned int {name} = {value};")
+        ins = ", ".join(f'"r"({nm})' for nm in names)
+        vec = "{" + ", ".join(f"%{i + 1}" for i in range(n)) + "}"
+        vsuffix = f".v{n}" if n > 1 else ""
+        marker = self.marker(node)
+        returns = mnemonic == "atom"
+        if returns:
+            o(f"unsigned int {', '.join('r' + str(i) for i in range(n))};")
+            outs = ", ".join(f'"=r"(r{i})' for i in range(n))
+            rvec = "{" + ", ".join(f"%{i}" for i in range(n)) + "}" if n > 1 else "%0"
+            ivec = "{" + ", ".join(f"%{n + 1 + i}" for i in range(n)) + "}" if n > 1 else f"%{n + 1}"
+        # fp32: vector f32 add; bf16: packed bf16x2 (noftz); int32: one scalar add per word.
+        o.open("if constexpr (collsim::is_same<T, float>::value) {")
+        if returns:
+            o(f'asm volatile("{marker}atom{quals}.global.add{vsuffix}.f32 {rvec}, [%{n}], {ivec};"')
+            o(f'             : {outs} : "l"(o_addr), {ins} : "memory");')
+        else:
+            o(f'asm volatile("{marker}red{quals}.global.add{vsuffix}.f32 [%0], {vec};"')
+            o(f'             :: "l"(o_addr), {ins} : "memory");')
+        o.close("} else if constexpr (collsim::is_same<T, collsim_bf16>::value) {")
+        o.depth += 1
+        if returns:
+            o(f'asm volatile("{marker}atom{quals}.global.add.noftz{vsuffix}.bf16x2 {rvec}, [%{n}], {ivec};"')
+            o(f'             : {outs} : "l"(o_addr), {ins} : "memory");')
+        else:
+            o(f'asm volatile("{marker}red{quals}.global.add.noftz{vsuffix}.bf16x2 [%0], {vec};"')
+            o(f'             :: "l"(o_addr), {ins} : "memory");')
+        o.close("} else {")
+        o.depth += 1
+        if returns:
+            lines = "\\n\\t".join(f"atom{quals}.global.add.u32 %{i}, [%{n}+{4 * i}], %{n + 1 + i};" for i in range(n))
+            o(f'asm volatile("{marker}{lines}"')
+            o(f'             : {outs} : "l"(o_addr), {ins} : "memory");')
+        else:
+            lines = "\\n\\t".join(f"red{quals}.global.add.u32 [%0+{4 * i}], %{i + 1};" for i in range(n))
+            o(f'asm volatile("{marker}{lines}"')
+            o(f'             :: "l"(o_addr), {ins} : "memory");')
+        o.close()
+        if returns and op.into:
+            for i in range(n):
+                o(f"collsim_st_u32(o_into + o_d + {4 * i}, r{i});")
+        elif returns:
+            o(f"(void){', (void)'.join('r' + str(i) for i in range(n))};")
+        self.close_item_loop(op.issuer)
+
+    def _vec_sources(self, node: Node, srcs) -> list[tuple[str, str | None, str | None]]:
+        """(pointer expression, count, stride) for each reduce source; Fill('zero') contributes nothing."""
+        out = []
+        for src in srcs:
+            if isinstance(src, Input):
+                out.append((f"in_bytes + {_c(src.offset)}", None, None))
+            elif isinstance(src, Reg):
+                ptr = f"reg_{self.reg(src.name)} + {_c(src.offset)}"
+                if repr(src.count) == "1":
+                    out.append((ptr, None, None))
+                else:
+                    out.append((ptr, _c(src.count), _c(src.stride)))
+            elif isinstance(src, Fill) and src.pattern == "zero":
+                continue
+            else:
+                raise EmitError(f"{self.where(node)}: cannot reduce over {src!r}")
+        return out
+
+    def reduce(self, node: Node, op: Reduce) -> None:
+        o = self.out
+        if op.op != "sum":
+            raise EmitError(f"{self.where(node)}: reduce op {op.op!r} is not supported (sum only)")
+        vw = self.plan.vec_bytes
+        o(f"const long long o_nb = {_c(op.nbytes)};")
+        o(f"COLLSIM_CHECK_MULTIPLE({node.id}, o_nb, {vw});")
+        o(f"char* const o_into = reg_{self.reg(op.into)};")
+        if op.output_offset is not None:
+            o(f"char* const o_out = out_bytes + {_c(op.output_offset)};")
+        sources = self._vec_sources(node, op.srcs)
+        for i, (ptr, count, stride) in enumerate(sources):
+            o(f"const char* const o_s{i} = {ptr};")
+            if count is not None:
+                o(f"const long long o_s{i}_count = {count};")
+                o(f"const long long o_s{i}_stride = {stride};")
+        o("#pragma unroll 1")
+        o.open(f"for (long long v = tid; v < o_nb / {vw}; v += nthreads) {{")
+        o(f"collsim::Pack<T, {vw}> acc;")
+        o("acc.zero();")
+        for i, (ptr, count, stride) in enumerate(sources):
+            if count is None:
+                o(f"acc.add(o_s{i} + v * {vw});")
+            else:
+                o("#pragma unroll 1")
+                o(f"for (long long c = 0; c < o_s{i}_count; ++c) acc.add(o_s{i} + c * o_s{i}_stride + v * {vw});")
+        o(f"acc.store(o_into + v * {vw});")
+        if op.output_offset is not None:
+            o(f"acc.store(o_out + v * {vw});")
+        o.close()
+
+    def write_output(self, node: Node, op: WriteOutput) -> None:
+        o = self.out
+        vw = self.plan.vec_bytes
+        o(f"const long long o_nb = {_c(op.nbytes)};")
+        o(f"COLLSIM_CHECK_MULTIPLE({node.id}, o_nb, {vw});")
+        o(f"char* const o_out = out_bytes + {_c(op.offset)};")
+        if isinstance(op.src, Fill):
+            word = 0 if op.src.pattern == "zero" else self.sentinel(node)
+            o("#pragma unroll 1")
+            o.open("for (long long v = tid; v < o_nb / 4; v += nthreads) {")
+            o(f"collsim_st_u32(o_out + v * 4, 0x{word:08x}u);")
+            o.close()
+            return
+        sources = self._vec_sources(node, (op.src,))
+        ptr, count, _ = sources[0]
+        if count is not None:
+            raise EmitError(f"{self.where(node)}: WriteOutput copies one register slice (count must be 1)")
+        o(f"const char* const o_s0 = {ptr};")
+        o("#pragma unroll 1")
+        o.open(f"for (long long v = tid; v < o_nb / {vw}; v += nthreads) {{")
+        o(f"collsim_copy<{vw}>(o_out + v * {vw}, o_s0 + v * {vw});")
+        o.close()
+
+
+def generate_kernel_source(plan: ProgramPlan) -> str:
+    """The device code (kernels only) of ``plan``."""
+    return KernelGenerator(plan).generate()

@@ -1,0 +1,159 @@
+"""How one line of a :class:`~collsim.ir.layout.LineLayout` becomes store/load instructions.
+
+A layout says how wide one instruction is (``store_bytes``), so a line of
+``lanes`` instructions is written by ``lanes`` threads, lane ``j`` covering
+bytes ``[j*store_bytes, (j+1)*store_bytes)``. This module works out, per
+lane, which elements of that instruction are data (and where the data sits
+in the packed source) and which are flags or polled words. Nothing here
+depends on which protocol uses the layout.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import gcd
+
+from collsim.errors import UnsupportedError
+from collsim.ir.layout import LineLayout, WordRole
+
+__all__ = ["Element", "LanePattern", "LayoutPlan", "plan_layout", "EmitError"]
+
+
+class EmitError(UnsupportedError):
+    """The emitter cannot print an IR construct, or a target cannot run it (the message says which and why)."""
+
+
+@dataclass(frozen=True)
+class Element:
+    """One scalar element of a lane's vector instruction."""
+
+    role: str  # "data" or "flag"
+    polled: bool
+    #: for data elements: byte offset of this element's data within the lane's data run
+    data_offset: int = 0
+
+
+@dataclass(frozen=True)
+class LanePattern:
+    """Lanes whose instructions have the same element roles."""
+
+    lanes: tuple[int, ...]
+    elements: tuple[Element, ...]
+
+    def condition(self, nlanes: int) -> str:
+        """A C condition on ``lane`` that selects this pattern."""
+        if len(self.lanes) == nlanes:
+            return "true"
+        mask = sum(1 << lane for lane in self.lanes)
+        return f"((0x{mask:x}u >> lane) & 1u)"
+
+
+@dataclass(frozen=True)
+class LayoutPlan:
+    """Everything the emitter needs to know about one layout."""
+
+    layout: LineLayout
+    lanes: int
+    elem_bytes: int  # 4 or 8: the scalar element width of one instruction
+    n_elems: int  # elements per instruction
+    lane_data_start: tuple[int, ...]  # data bytes of the line before each lane's data
+    lane_data_bytes: tuple[int, ...]
+    patterns: tuple[LanePattern, ...]
+
+    @property
+    def name(self) -> str:
+        return self.layout.name
+
+    @property
+    def line_bytes(self) -> int:
+        return self.layout.line_bytes
+
+    @property
+    def data_bytes(self) -> int:
+        return self.layout.data_bytes
+
+    @property
+    def store_bytes(self) -> int:
+        return self.layout.store_bytes
+
+    @property
+    def ctype(self) -> str:
+        return "unsigned int" if self.elem_bytes == 4 else "unsigned long long"
+
+    @property
+    def constraint(self) -> str:
+        return "r" if self.elem_bytes == 4 else "l"
+
+    @property
+    def ptx_type(self) -> str:
+        """The PTX vector/type suffix of one instruction, e.g. ``.v4.u32`` or ``.v2.u64``."""
+        base = ".u32" if self.elem_bytes == 4 else ".u64"
+        return base if self.n_elems == 1 else f".v{self.n_elems}{base}"
+
+    def lane_data_start_c(self) -> str:
+        """C expression for the data bytes before ``lane``'s data in its line."""
+        if self.lanes == 1:
+            return "0"
+        starts = self.lane_data_start
+        step = starts[1] - starts[0]
+        if all(starts[j] == j * step for j in range(self.lanes)):
+            return f"((long long)lane * {step})" if step else "0"
+        expr = str(starts[-1])
+        for j in range(self.lanes - 2, -1, -1):
+            expr = f"(lane == {j} ? {starts[j]} : {expr})"
+        return f"((long long){expr})"
+
+    def has_data(self) -> bool:
+        return self.layout.data_bytes > 0
+
+
+def plan_layout(layout: LineLayout) -> LayoutPlan:
+    """Work out the instruction-level shape of ``layout``.
+
+    >>> from collsim.ir.layout import LineLayout, Word, WordRole
+    >>> ll = LineLayout("ll", (Word(WordRole.DATA, 4), Word(WordRole.FLAG, 4)) * 2, 16)
+    >>> plan = plan_layout(ll)
+    >>> plan.ptx_type, plan.lanes, [e.role for e in plan.patterns[0].elements]
+    ('.v4.u32', 1, ['data', 'flag', 'data', 'flag'])
+    """
+    widths = {word.nbytes for word in layout.words}
+    if len(widths) != 1:
+        raise EmitError(
+            f"layout {layout.name} mixes {sorted(widths)}-byte words; one instruction would split a word "
+            "into halves, which changes its atomicity. Use one word width per layout."
+        )
+    elem_bytes = widths.pop()
+    if layout.store_bytes % elem_bytes:
+        raise EmitError(f"layout {layout.name}: {layout.store_bytes}-byte stores do not hold whole {elem_bytes}-byte words")
+    n_elems = layout.store_bytes // elem_bytes
+    lanes = layout.lanes
+    if lanes > 32 or 32 % lanes:
+        raise EmitError(f"layout {layout.name}: {lanes} lanes per line do not divide a warp of 32 threads")
+    polled = set(layout.poll_words)
+    per_lane: list[tuple[Element, ...]] = []
+    starts: list[int] = []
+    lane_bytes: list[int] = []
+    data_before = 0
+    for lane in range(lanes):
+        elements = []
+        starts.append(data_before)
+        in_lane = 0
+        for e in range(n_elems):
+            index = lane * n_elems + e
+            word = layout.words[index]
+            if word.role is WordRole.DATA:
+                elements.append(Element("data", index in polled, in_lane))
+                in_lane += word.nbytes
+            else:
+                elements.append(Element("flag", index in polled))
+        data_before += in_lane
+        lane_bytes.append(in_lane)
+        per_lane.append(tuple(elements))
+    groups: dict[tuple[Element, ...], list[int]] = {}
+    for lane, elements in enumerate(per_lane):
+        groups.setdefault(elements, []).append(lane)
+    patterns = tuple(LanePattern(tuple(ls), els) for els, ls in groups.items())
+    return LayoutPlan(layout, lanes, elem_bytes, n_elems, tuple(starts), tuple(lane_bytes), patterns)
+
+
+def lcm(a: int, b: int) -> int:
+    return a * b // gcd(a, b) if a and b else max(a, b)

@@ -1,0 +1,312 @@
+"""What the emitter decides before printing: op numbering, layouts, granule, register hand-offs.
+
+Registers (the IR's per-rank byte vectors) become per-(rank, channel)
+scratch in global memory. Each IR operation spreads its work over the
+rank's threads in a fixed way (line ``l``, lane ``j`` of a layout-shaped op
+goes to thread ``(l*lanes + j) % nthreads``; vector ``v`` of a reduce or
+copy to thread ``v % nthreads``; a leader op to thread 0). When one op writes
+register bytes that a later op reads (or the reverse) on a *different*
+thread, with no ``SyncGroup`` in between, the emitter must put a
+``__syncthreads()`` before the later op. :func:`register_sync_points` finds
+those places by running the symbolic program on small instances (several
+rank counts, message sizes, thread counts, every rank) and tracking, per
+4-byte register word, which thread last wrote it and which threads read it
+since the last barrier. A hand-off barrier is an emitter artefact, not an IR
+operation; it only adds ordering inside one rank's thread block.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import gcd
+from typing import Iterator, Mapping
+
+from collsim.emit.layouts import EmitError, LayoutPlan, lcm, plan_layout
+from collsim.ir.ops import (
+    Atomic,
+    Fence,
+    Fill,
+    Input,
+    KernelBoundary,
+    Load,
+    Loop,
+    Op,
+    PollUntil,
+    Reduce,
+    Reg,
+    Store,
+    SyncGroup,
+    WriteOutput,
+    bind,
+)
+from collsim.ir.program import Program
+from collsim.ir.types import Issuer
+
+__all__ = ["Node", "ProgramPlan", "plan_program", "register_sync_points", "iter_nodes"]
+
+
+@dataclass(frozen=True)
+class Node:
+    """An IR operation with its number in program order (1-based, loops included)."""
+
+    id: int
+    op: Op
+    body: tuple["Node", ...] = ()
+
+
+def _number(ops: tuple[Op, ...], start: int = 1) -> tuple[tuple[Node, ...], int]:
+    nodes = []
+    next_id = start
+    for op in ops:
+        my_id = next_id
+        next_id += 1
+        if isinstance(op, Loop):
+            body, next_id = _number(op.body, next_id)
+            nodes.append(Node(my_id, op, body))
+        else:
+            nodes.append(Node(my_id, op))
+    return tuple(nodes), next_id
+
+
+def iter_nodes(nodes: tuple[Node, ...]) -> Iterator[Node]:
+    """Every node, depth first, in program order."""
+    for node in nodes:
+        yield node
+        yield from iter_nodes(node.body)
+
+
+@dataclass
+class ProgramPlan:
+    """The emitter's view of one program."""
+
+    program: Program
+    nodes: tuple[Node, ...]
+    #: the top-level nodes of each kernel (split at KernelBoundary)
+    kernels: list[tuple[Node, ...]]
+    layouts: dict[str, LayoutPlan]
+    buffer_index: dict[str, int]
+    register_index: dict[str, int]
+    #: the message granule: every per-channel message is a multiple of it
+    granule: int
+    #: vector width (bytes) of reduce/copy loops
+    vec_bytes: int
+    sentinel_word: int | None
+    sync_before: set[int] = field(default_factory=set)
+    needs_vector_atomics: bool = False
+
+    @property
+    def op_count(self) -> int:
+        return sum(1 for node in iter_nodes(self.nodes) if not isinstance(node.op, Loop))
+
+
+def _split_kernels(nodes: tuple[Node, ...]) -> list[tuple[Node, ...]]:
+    kernels: list[tuple[Node, ...]] = []
+    current: list[Node] = []
+    for node in nodes:
+        if isinstance(node.op, KernelBoundary):
+            current.append(node)
+            kernels.append(tuple(current))
+            current = []
+        else:
+            for inner in iter_nodes(node.body):
+                if isinstance(inner.op, KernelBoundary):
+                    raise EmitError(f"op #{inner.id}: a KernelBoundary inside a loop cannot be emitted "
+                                    "(a kernel ends only at the top level of a program)")
+            current.append(node)
+    if current:
+        kernels.append(tuple(current))
+    return kernels
+
+
+def plan_program(program: Program, sentinel_word: int | None) -> ProgramPlan:
+    """Number the ops, plan every buffer's layout and find the register hand-off barriers."""
+    nodes, _ = _number(program.ops)
+    layouts = {buf.name: plan_layout(buf.layout) for buf in program.buffers}
+    granule = 0
+    for buf in program.buffers:
+        if buf.layout.data_bytes:
+            granule = lcm(granule, buf.layout.data_bytes)
+    granule = lcm(granule or 16, 4)
+    vec_bytes = gcd(granule, 16)
+    needs_vector = False
+    for node in iter_nodes(nodes):
+        op = node.op
+        if isinstance(op, Atomic) and isinstance(op.operand, (Input, Reg, Fill)):
+            if layouts[op.dst.buffer].store_bytes > 4:
+                needs_vector = True
+    plan = ProgramPlan(
+        program=program,
+        nodes=nodes,
+        kernels=_split_kernels(nodes),
+        layouts=layouts,
+        buffer_index={buf.name: i for i, buf in enumerate(program.buffers)},
+        register_index={name: i for i, name in enumerate(program.registers)},
+        granule=granule,
+        vec_bytes=vec_bytes,
+        sentinel_word=sentinel_word,
+        needs_vector_atomics=needs_vector,
+    )
+    plan.sync_before = register_sync_points(plan)
+    return plan
+
+
+# ---------------------------------------------------------------------------
+# Register hand-off analysis
+# ---------------------------------------------------------------------------
+
+#: (NRANKS, message sizes in granules (times NRANKS where marked), thread counts) sampled
+_SAMPLE_RANKS = (2, 3, 4)
+_SAMPLE_THREADS = (32, 64)
+_SAMPLE_ITERS = (0, 1)
+
+
+def _sample_messages(granule: int, nranks: int) -> tuple[int, ...]:
+    return (granule, 5 * granule, nranks * granule, 3 * nranks * granule)
+
+
+Access = tuple[str, str, dict[int, int]]  # (register, "r"|"w", {word: thread})
+
+
+def _thread(index: int, issuer: Issuer, nthreads: int) -> int:
+    return 0 if issuer is Issuer.LEADER else index % nthreads
+
+
+def _layout_accesses(plan: ProgramPlan, ref, issuer: Issuer, nthreads: int,
+                     reg: str, offset: int, kind: str) -> Access:
+    lp = plan.layouts[ref.buffer]
+    words: dict[int, int] = {}
+    for line in range(ref.lines):
+        for lane in range(lp.lanes):
+            thread = _thread(line * lp.lanes + lane, issuer, nthreads)
+            start = offset + line * lp.data_bytes + lp.lane_data_start[lane]
+            for byte in range(start, start + lp.lane_data_bytes[lane], 4):
+                words[byte // 4] = thread
+    return (reg, kind, words)
+
+
+def _vector_accesses(plan: ProgramPlan, name: str, offset: int, count: int, stride: int, nbytes: int,
+                     nthreads: int, kind: str) -> list[Access]:
+    out = []
+    vw = plan.vec_bytes
+    for c in range(count):
+        words: dict[int, int] = {}
+        base = offset + c * stride
+        for v in range(nbytes // vw):
+            for byte in range(base + v * vw, base + (v + 1) * vw, 4):
+                words[byte // 4] = v % nthreads
+        out.append((name, kind, words))
+    return out
+
+
+def _accesses(plan: ProgramPlan, op: Op, nthreads: int) -> list[Access]:
+    """Register accesses of a *bound* op."""
+    out: list[Access] = []
+    if isinstance(op, Store):
+        if isinstance(op.src, Reg):
+            out.append(_layout_accesses(plan, op.dst, op.issuer, nthreads, op.src.name, op.src.offset, "r"))
+    elif isinstance(op, (Load, PollUntil)):
+        if op.into:
+            out.append(_layout_accesses(plan, op.src, op.issuer, nthreads, op.into, op.into_offset, "w"))
+    elif isinstance(op, Atomic):
+        if isinstance(op.operand, Reg):
+            out.append(_layout_accesses(plan, op.dst, op.issuer, nthreads, op.operand.name, op.operand.offset, "r"))
+        if op.into:
+            if isinstance(op.operand, (Input, Reg, Fill)):
+                out.append(_layout_accesses(plan, op.dst, op.issuer, nthreads, op.into, op.into_offset, "w"))
+            else:  # counter atomics return one word per line word
+                lp = plan.layouts[op.dst.buffer]
+                words = {}
+                for line in range(op.dst.lines):
+                    for w in range(len(lp.layout.words)):
+                        thread = _thread(line * len(lp.layout.words) + w, op.issuer, nthreads)
+                        start = op.into_offset + (line * len(lp.layout.words) + w) * lp.elem_bytes
+                        for byte in range(start, start + lp.elem_bytes, 4):
+                            words[byte // 4] = thread
+                out.append((op.into, "w", words))
+    elif isinstance(op, Reduce):
+        for src in op.srcs:
+            if isinstance(src, Reg):
+                out.extend(_vector_accesses(plan, src.name, src.offset, src.count, src.stride, op.nbytes,
+                                            nthreads, "r"))
+        out.extend(_vector_accesses(plan, op.into, 0, 1, 0, op.nbytes, nthreads, "w"))
+    elif isinstance(op, WriteOutput):
+        if isinstance(op.src, Reg):
+            src = op.src
+            out.extend(_vector_accesses(plan, src.name, src.offset, src.count, src.stride, op.nbytes, nthreads, "r"))
+    return out
+
+
+class _State:
+    def __init__(self) -> None:
+        self.writer: dict[tuple[str, int], int] = {}
+        self.readers: dict[tuple[str, int], set[int]] = {}
+
+    def reset(self) -> None:
+        self.writer.clear()
+        self.readers.clear()
+
+    def conflicts(self, accesses: list[Access]) -> bool:
+        for reg, kind, words in accesses:
+            for word, thread in words.items():
+                key = (reg, word)
+                w = self.writer.get(key)
+                if w is not None and w != thread:
+                    return True  # read-after-write or write-after-write on another thread
+                if kind == "w":
+                    readers = self.readers.get(key)
+                    if readers and (readers - {thread}):
+                        return True  # write-after-read on another thread
+        return False
+
+    def apply(self, accesses: list[Access]) -> None:
+        for reg, kind, words in accesses:
+            for word, thread in words.items():
+                key = (reg, word)
+                if kind == "w":
+                    self.writer[key] = thread
+                    self.readers.pop(key, None)
+                else:
+                    self.readers.setdefault(key, set()).add(thread)
+
+
+def _run(plan: ProgramPlan, nodes: tuple[Node, ...], env: dict[str, int], nthreads: int,
+         state: _State, marks: set[int]) -> bool:
+    """Walk ``nodes`` under ``env``; add to ``marks`` where a hand-off is needed. True if marks grew."""
+    grew = False
+    for node in nodes:
+        op = node.op
+        if isinstance(op, Loop):
+            count = op.count.evaluate(env)
+            for value in range(count):
+                if _run(plan, node.body, {**env, op.var: value}, nthreads, state, marks):
+                    grew = True
+            continue
+        if isinstance(op, (SyncGroup, KernelBoundary)):
+            state.reset()
+            continue
+        if node.id in marks:
+            state.reset()
+        bound = bind(op, env)
+        accesses = _accesses(plan, bound, nthreads)
+        if accesses and state.conflicts(accesses):
+            marks.add(node.id)
+            state.reset()
+            grew = True
+        state.apply(accesses)
+    return grew
+
+
+def register_sync_points(plan: ProgramPlan) -> set[int]:
+    """Op ids before which a ``__syncthreads()`` hands register bytes between threads."""
+    marks: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for nranks in _SAMPLE_RANKS:
+            for msg in _sample_messages(plan.granule, nranks):
+                for nthreads in _SAMPLE_THREADS:
+                    for iteration in _SAMPLE_ITERS:
+                        for rank in range(nranks):
+                            env: Mapping[str, int] = {"RANK": rank, "NRANKS": nranks, "ITER": iteration, "MSG": msg}
+                            if _run(plan, plan.nodes, dict(env), nthreads, _State(), marks):
+                                changed = True
+    return marks
