@@ -375,3 +375,26 @@ def test_program_validation_errors():
     with pytest.raises(InputError, match="not earlier"):
         Program(events=[Event("w", "P0", "W", 0, loc="x", value=1, deps=frozenset({"r"})),
                         Event("r", "P0", "R", 1, loc="y")], placement={"P0": Placement(0)})
+
+
+def test_fence_sc_is_also_a_release_and_acquire_fence():
+    # PTX atomics ABI: a seq_cst store is fence.sc; st.relaxed -- it must release
+    p, stale = mp(dict(sem="relaxed", scope="gpu"), dict(sem="acquire", scope="gpu"),
+                  fence_w=dict(sem="sc", scope="gpu"))
+    assert not reachable(p, stale)
+
+
+def test_bar_arrive_does_not_wait_but_publishes_to_bar_sync():
+    b = two_threads(same_cta=True)
+    b.st("P0", "x", 1)
+    b.bar("P0", instance=1, arrive=True)
+    b.bar("P1", instance=1)
+    r = b.ld("P1", "x")
+    p = b.build()
+    assert not reachable(p, p.value_var(r) == 0)
+    # a lone bar.arrive lets its thread finish
+    b = ProgramBuilder()
+    b.thread("P0")
+    b.bar("P0", instance=3, arrive=True)
+    b.st("P0", "x", 1)
+    assert reachable(b.build(), True)

@@ -81,9 +81,14 @@ def litmus(
             why = f" ({r.reason})" if r.reason else ""
             console.print(f"- {r.name} (line {r.line}): expected {r.expected}, observed {r.observed}{why}; "
                           f"condition: {r.quantifier} {r.expr}")
+            for note in r.notes:
+                console.print("    note: " + note)
             if r.witness:
                 for line in r.witness.splitlines():
                     console.print("    " + line)
+    noted = [r for r in results if r.notes and r.agrees is True]
+    for r in noted:
+        console.print(f"note: {r.name}: " + "; ".join(r.notes))
     console.print(
         f"{summ['tests']} tests: {summ['agree']} agree, {summ['disagree']} disagree, "
         f"{summ['unknown']} unknown; observed {summ['allowed']} allowed, {summ['forbidden']} forbidden; "

@@ -95,6 +95,8 @@ class LitmusTest:
     file: str = ""
     line: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
+    #: Caveats of the lowering (e.g. loops with side effects cut at the bound).
+    notes: list[str] = field(default_factory=list)
 
     def register_terms(self) -> dict[str, Any]:
         return {f"{t}:{r}": v for (t, r), v in self.registers.items()}
@@ -114,6 +116,7 @@ class LitmusResult:
     reason: str | None = None
     witness: str | None = None
     line: int = 0
+    notes: list[str] = field(default_factory=list)
 
     @property
     def agrees(self) -> bool | None:
@@ -126,7 +129,7 @@ class LitmusResult:
             "name": self.name, "model": self.model, "expected": self.expected,
             "observed": self.observed, "agrees": self.agrees, "seconds": round(self.seconds, 4),
             "quantifier": self.quantifier, "condition": self.expr, "reason": self.reason,
-            "witness": self.witness, "line": self.line,
+            "witness": self.witness, "line": self.line, "notes": self.notes,
         }
 
 
@@ -236,6 +239,7 @@ def parse_test(row: dict[str, Any], *, file: str = "<memory>", line: int = 0, bo
 
     events: list[Event] = []
     assumptions: list[Any] = []
+    notes: list[str] = []
     registers: dict[tuple[str, str], Any] = {}
     sort = z3.IntSort() if bits is None else z3.BitVecSort(bits)
     for ti, ops in enumerate(threads):
@@ -246,6 +250,7 @@ def parse_test(row: dict[str, Any], *, file: str = "<memory>", line: int = 0, bo
         lowering.run()
         events += lowering.events
         assumptions += lowering.assumptions
+        notes += lowering.notes
         for r, v in lowering.final_regs.items():
             registers[(tname, r)] = v
     for (t, r), v in reg_init.items():
@@ -271,7 +276,7 @@ def parse_test(row: dict[str, Any], *, file: str = "<memory>", line: int = 0, bo
         raise ctx.error(f"unknown expectation '{expected}'", "expected", EXPECTED)
     meta = {k: v for k, v in row.items() if k not in ("threads", "placement", "init", "condition")}
     return LitmusTest(name=name, program=program, registers=registers, quantifier=quant, expr=expr,
-                      outcome=outcome, expected=expected, file=file, line=line, meta=meta)
+                      outcome=outcome, expected=expected, file=file, line=line, meta=meta, notes=notes)
 
 
 def _thread_ref(ctx: _Ctx, t: str, threads: list[str], fld: str) -> str:
@@ -323,7 +328,8 @@ class _ThreadLowering:
         self.ctx, self.index, self.thread = ctx, index, thread
         self.aliases, self.reg_init, self.sort, self.bits = aliases, reg_init, sort, bits
         self.ops = [self._check_op(i, op) for i, op in enumerate(ops)]
-        self.ops = _unroll(ctx, index, self.ops, bound)
+        self.notes: list[str] = []
+        self.ops = _unroll(ctx, index, self.ops, bound, self.notes)
         self.events: list[Event] = []
         self.assumptions: list[Any] = []
         self.final_regs: dict[str, Any] = {}
@@ -570,7 +576,8 @@ def _label(op: dict[str, Any]) -> str:
 _uid = [0]
 
 
-def _unroll(ctx: _Ctx, index: int, ops: list[dict[str, Any]], bound: int) -> list[dict[str, Any]]:
+def _unroll(ctx: _Ctx, index: int, ops: list[dict[str, Any]], bound: int,
+            notes: list[str] | None = None) -> list[dict[str, Any]]:
     """Unroll every loop ``bound`` times; the last copy's back jump blocks.
 
     A loop is a jump to a label at or before it. Its body (label .. jump) is
@@ -605,6 +612,12 @@ def _unroll(ctx: _Ctx, index: int, ops: list[dict[str, Any]], bound: int) -> lis
         j, i = back
         head = ops[i]["name"]
         body = ops[i:j + 1]
+        effects = [op["op"] for op in body
+                   if op["op"] in ("st", "red", "bar") or (op["op"] == "rmw" and op.get("kind") != "cas")]
+        if effects and notes is not None:
+            notes.append(f"threads[{index}]: loop at label '{head.split('#')[0]}' has side effects "
+                         f"({', '.join(sorted(set(effects)))}); executions needing more than "
+                         f"{bound} iteration(s) are not explored")
         inner = {op["name"] for op in body if op["op"] == "label"}
         _uid[0] += 1
         tag = _uid[0]
@@ -767,7 +780,7 @@ def evaluate(test: LitmusTest, model: str = "ptx", timeout_s: float | None = DEF
     witness = res.witness.format() if (res.witness is not None and want_witness) else None
     return LitmusResult(name=test.name, model=model, expected=test.expected, observed=observed,
                         seconds=res.seconds, quantifier=test.quantifier, expr=test.expr,
-                        reason=res.reason, witness=witness, line=test.line)
+                        reason=res.reason, witness=witness, line=test.line, notes=list(test.notes))
 
 
 def run_file(path: str | Path, model: str = "ptx", timeout_s: float | None = DEFAULT_TIMEOUT_S,

@@ -419,8 +419,10 @@ class Encoding:
                              implies(syncsel[b.eid], ex))
                     complete = has_q
                 self._bar_complete[b.eid] = complete
-                # termination: a thread that reaches a barrier gets through it
-                self.add(implies(ex, complete))
+                # termination: a thread that reaches bar.sync gets through it
+                # (bar.arrive does not wait)
+                if not b.bar_arrive:
+                    self.add(implies(ex, complete))
             for b1 in members:
                 for b2 in members:
                     if b1.eid == b2.eid or b1.thread == b2.thread or b2.bar_arrive:
