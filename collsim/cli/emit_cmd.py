@@ -26,6 +26,8 @@ def emit_cmd(
                                     "'holds'; every generated file then starts with an UNVERIFIED banner."),
     arch: str = typer.Option("sm_90", "--arch", help="Default architecture of the generated Makefile "
                              "(sm_80, sm_90, sm_100). Vector red/atom need sm_90."),
+    verify: bool = typer.Option(False, "--verify", help="Run the verifier when it has no verdict on record "
+                                "(can take minutes); by default only recorded verdicts count."),
     check_ptx: bool = typer.Option(False, "--check-ptx", help="Compile kernel.cu to PTX with nvcc and check that "
                                    "every synchronization op of the IR is there with its semantics and scope."),
 ) -> None:
@@ -43,7 +45,7 @@ def emit_cmd(
     if out.exists() and not out.is_dir():
         raise InputError("is not a directory", file=str(out), field="--out")
     if all_:
-        results, refusals = emit_all(out, unverified=unverified, arch=arch)
+        results, refusals = emit_all(out, unverified=unverified, arch=arch, verify=verify)
         for r in results:
             mark = " [UNVERIFIED]" if r.unverified else ""
             typer.echo(f"collsim: emitted {r.protocol}/{r.algorithm} -> {r.directory}{mark}", err=True)
@@ -56,7 +58,7 @@ def emit_cmd(
             raise VerificationRefused(f"{len(refused)} of {len(refused) + len(results)} programs refused "
                                       "(not verified); pass --unverified to emit them marked")
         return
-    result = emit(protocol, algorithm, out, unverified=unverified, arch=arch)
+    result = emit(protocol, algorithm, out, unverified=unverified, arch=arch, verify=verify)
     mark = " [UNVERIFIED]" if result.unverified else ""
     typer.echo(f"collsim: emitted {result.protocol}/{result.algorithm} -> {result.directory} "
                f"({len(result.files)} files){mark}", err=True)

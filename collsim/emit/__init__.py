@@ -63,8 +63,11 @@ def _load(protocol: Protocol | str) -> Protocol:
 
 
 def prepare(protocol: Protocol | str, algorithm: str, *, unverified: bool = False,
-            arch: str = "sm_90") -> EmittedProgram:
+            arch: str = "sm_90", verify: bool = False) -> EmittedProgram:
     """Check the verdict and generate the files of one (protocol, algorithm) without writing them.
+
+    ``verify=True`` runs the verifier when it has no verdict on record
+    (otherwise only its cache is consulted).
 
     Raises
     ------
@@ -79,27 +82,27 @@ def prepare(protocol: Protocol | str, algorithm: str, *, unverified: bool = Fals
     if algorithm not in proto.algorithms:
         raise UnsupportedError(f"protocol {proto.name!r} has no {algorithm} program", field="algorithm",
                                choices=proto.algorithms)
-    status = gate.verification_status(proto.name, algorithm)
+    status = gate.verification_status(proto.name, algorithm, solve=verify)
     if not status.holds and not unverified:
         raise VerificationRefused(refusal_message(proto.name, algorithm, status))
     return build_program(proto, algorithm, status, unverified=not status.holds, arch=arch)
 
 
 def emit(protocol: Protocol | str, algorithm: str, out_dir: str | Path, *, unverified: bool = False,
-         arch: str = "sm_90") -> EmitResult:
+         arch: str = "sm_90", verify: bool = False) -> EmitResult:
     """Emit one (protocol, algorithm) into ``out_dir``.
 
     Files are marked UNVERIFIED only when the verdict is not "holds" (so
     ``unverified=True`` on a verified protocol produces ordinary files).
     """
-    emitted = prepare(protocol, algorithm, unverified=unverified, arch=arch)
+    emitted = prepare(protocol, algorithm, unverified=unverified, arch=arch, verify=verify)
     directory = Path(out_dir)
     files = write_program(emitted, directory)
     return EmitResult(emitted.protocol.name, algorithm, directory, files, emitted.status, emitted.unverified)
 
 
 def emit_all(out_dir: str | Path, *, unverified: bool = False, arch: str = "sm_90",
-             protocols: list[str] | None = None) -> tuple[list[EmitResult], list[str]]:
+             protocols: list[str] | None = None, verify: bool = False) -> tuple[list[EmitResult], list[str]]:
     """Emit every shipped protocol x supported algorithm into ``out_dir/<protocol>__<algorithm>``.
 
     Returns (results, refusal messages); refused programs are skipped, the
@@ -118,7 +121,7 @@ def emit_all(out_dir: str | Path, *, unverified: bool = False, arch: str = "sm_9
                 if arch == "sm_80" and _needs_sm90(proto, algorithm):
                     refusals.append(f"skipping {proto.name}/{algorithm} for sm_80: it needs sm_90 (vector red/atom)")
                     continue
-                results.append(emit(proto, algorithm, target, unverified=unverified, arch=arch))
+                results.append(emit(proto, algorithm, target, unverified=unverified, arch=arch, verify=verify))
             except VerificationRefused as err:
                 refusals.append(str(err))
     if results:
@@ -127,12 +130,9 @@ def emit_all(out_dir: str | Path, *, unverified: bool = False, arch: str = "sm_9
 
 
 def _needs_sm90(proto: Protocol, algorithm: str) -> bool:
-    from collsim.algorithms import generate
-    from collsim.emit.plan import plan_program
+    from collsim.emit.plan import plan_for
 
-    plan = plan_program(generate(proto, algorithm), None if proto.data_domain is None
-                        else proto.data_domain.forbidden_word)
-    return plan.needs_vector_atomics
+    return plan_for(proto, algorithm).needs_vector_atomics
 
 
 def _write_index(root: Path, results: list[EmitResult]) -> None:

@@ -407,39 +407,70 @@ class KernelGenerator:
 
     # -- ops -------------------------------------------------------------------
     def store(self, node: Node, op: Store) -> None:
+        """A store writes the data words when it has a source and the flag words when it has a flag.
+
+        When it covers every word of the layout (the usual case) each lane is
+        one vector instruction of the layout's store width. A store that
+        covers only some words (data only, or flag only) cannot be one
+        instruction: each covered word gets its own scalar store, with the
+        same semantics and scope.
+        """
         o = self.out
         lp = self.plan.layouts[op.dst.buffer]
         quals = ptx_store_qualifiers(op.sem, op.scope, self.where(node))
-        if op.flag is None and lp.layout.flag_words:
-            raise EmitError(f"{self.where(node)}: stores into layout {lp.name}, which has flag words, without a flag")
+        writes_data = op.src is not None
+        writes_flag = op.flag is not None
+        if not writes_data and not writes_flag:
+            raise EmitError(f"{self.where(node)}: a store with neither a source nor a flag writes nothing")
+        full = all((el.role == "data" and writes_data) or (el.role == "flag" and writes_flag)
+                   for pat in lp.patterns for el in pat.elements)
         base = self.ref_base(op.dst, node)
-        src = self.source_ptr(op.src, node)
+        src = self.source_ptr(op.src, node) if writes_data else None
         if src is not None:
             o(f"const char* const o_src = {src};")
-        if op.flag is not None:
+        if writes_flag:
             o(f"const {lp.ctype} o_flag = ({lp.ctype})({op.flag.to_c()});")
         self.item_loop(op.issuer, f"o_lines * {lp.lanes}")
         self.line_lane(lp)
         if src is not None and lp.has_data():
             o(f"const long long o_d = ln * {lp.data_bytes} + {lp.lane_data_start_c()};")
-        names = [f"e{i}" for i in range(lp.n_elems)]
-        o(f"{lp.ctype} {', '.join(names)};")
+        o(f"char* const o_addr = {self.lane_addr(lp, base)};")
 
-        def fill(pattern) -> None:
-            for i, el in enumerate(pattern.elements):
-                if el.role == "flag":
-                    o(f"e{i} = o_flag;")
-                elif src is not None:
-                    o(f"e{i} = collsim_ld_u{lp.elem_bytes * 8}(o_src + o_d + {el.data_offset});")
-                else:
-                    o(f"e{i} = {self.fill_value(op.src, lp, node)};")
+        def value(i: int, el) -> str:
+            if el.role == "flag":
+                return "o_flag"
+            if src is not None:
+                return f"collsim_ld_u{lp.elem_bytes * 8}(o_src + o_d + {el.data_offset})"
+            return self.fill_value(op.src, lp, node)
 
-        self.pattern_switch(lp, fill)
-        operands = ", ".join(f"%{i + 1}" for i in range(lp.n_elems))
-        vec = "{" + operands + "}" if lp.n_elems > 1 else operands
-        args = ", ".join(f'"{lp.constraint}"({n})' for n in names)
-        o(f'asm volatile("{self.marker(node)}st{quals}.global{lp.ptx_type} [%0], {vec};"')
-        o(f'             :: "l"({self.lane_addr(lp, base)}), {args} : "memory");')
+        if full:
+            names = [f"e{i}" for i in range(lp.n_elems)]
+            o(f"{lp.ctype} {', '.join(names)};")
+
+            def fill(pattern) -> None:
+                for i, el in enumerate(pattern.elements):
+                    o(f"e{i} = {value(i, el)};")
+
+            self.pattern_switch(lp, fill)
+            operands = ", ".join(f"%{i + 1}" for i in range(lp.n_elems))
+            vec = "{" + operands + "}" if lp.n_elems > 1 else operands
+            args = ", ".join(f'"{lp.constraint}"({n})' for n in names)
+            o(f'asm volatile("{self.marker(node)}st{quals}.global{lp.ptx_type} [%0], {vec};"')
+            o(f'             :: "l"(o_addr), {args} : "memory");')
+        else:
+            scalar = ".u32" if lp.elem_bytes == 4 else ".u64"
+
+            def partial(pattern) -> None:
+                covered = [(i, el) for i, el in enumerate(pattern.elements)
+                           if (el.role == "data" and writes_data) or (el.role == "flag" and writes_flag)]
+                if not covered:
+                    o("// this lane holds no word the store covers")
+                for i, el in covered:
+                    o(f'asm volatile("{self.marker(node)}st{quals}.global{scalar} [%0], %1;"')
+                    o(f'             :: "l"(o_addr + {i * lp.elem_bytes}), "{lp.constraint}"({value(i, el)}) '
+                      ': "memory");')
+
+            self.pattern_switch(lp, partial)
         self.close_item_loop(op.issuer)
 
     def _load_asm(self, node: Node, lp: LayoutPlan, quals: str, names: list[str], addr: str) -> None:

@@ -20,11 +20,10 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from collsim.algorithms import generate
 from collsim.emit.cuda import describe_op, generate_kernel_source
 from collsim.emit.gate import VerificationStatus
 from collsim.emit.layouts import EmitError
-from collsim.emit.plan import ProgramPlan, iter_nodes, plan_program
+from collsim.emit.plan import ProgramPlan, iter_nodes, plan_for
 from collsim.ir.expr import Expr
 from collsim.ir.ops import Loop
 from collsim.ir.protocol import Protocol
@@ -103,6 +102,23 @@ def _check_host_expr(expr: Expr, what: str) -> str:
     return f"(long long)({expr.to_c()})"
 
 
+def _init_line(buf, sentinel: int | None) -> list[int]:
+    """One line of ``buf`` as initialised, in 32-bit words: the sentinel in every data word when the buffer
+    starts as the sentinel (zero in flag words, as the verifier models it), else zero."""
+    from collsim.ir.layout import WordRole
+
+    words: list[int] = []
+    for word in buf.layout.words:
+        fill = 0
+        if buf.init == "sentinel" and word.role is WordRole.DATA:
+            if sentinel is None:
+                raise EmitError(f"buffer {buf.name} starts as the sentinel, but the program names no sentinel value "
+                                "(no NotEqual poll and no data_domain)")
+            fill = sentinel & 0xFFFFFFFF
+        words += [fill] * (word.nbytes // 4)
+    return words
+
+
 def _kernel_file(program: EmittedProgram) -> str:
     plan = program.plan
     proto = program.protocol
@@ -137,10 +153,15 @@ def _kernel_file(program: EmittedProgram) -> str:
     # Host side: the program description.
     out.append("// ---------------------------------------------------------------------------\n")
     out.append("// Host side: program description, sizes, launch.\n\n")
+    for i, buf in enumerate(prog.buffers):
+        words = _init_line(buf, plan.sentinel_word)
+        out.append(f"static const unsigned int kInit{i}[] = {{{', '.join(f'0x{w:08x}u' for w in words)}}};"
+                   f"  // {buf.name}: one line as initialised\n")
     out.append("static const CollsimBufferInfo kBuffers[] = {\n")
-    for buf in prog.buffers:
+    for i, buf in enumerate(prog.buffers):
+        n = buf.layout.line_bytes // 4
         out.append(f"    {{{_c_string(buf.name)}, {_c_string(buf.layout.name)}, {_c_string(buf.init)}, "
-                   f"{_c_string(buf.role)}, {buf.layout.line_bytes}, {buf.depth}}},\n")
+                   f"{_c_string(buf.role)}, {buf.layout.line_bytes}, {buf.depth}, {n}, kInit{i}}},\n")
     out.append("};\n")
     regs = list(prog.registers) or ["(none)"]
     out.append("static const char* const kRegisters[] = {" + ", ".join(_c_string(r) for r in regs) + "};\n")
@@ -357,9 +378,8 @@ def _summary(program: EmittedProgram) -> str:
 def build_program(protocol: Protocol, algorithm: str, status: VerificationStatus, *, unverified: bool,
                   arch: str = "sm_90") -> EmittedProgram:
     """Generate every file of one (protocol, algorithm); nothing is written."""
-    program_ir = generate(protocol, algorithm)
-    sentinel = protocol.data_domain.forbidden_word if protocol.data_domain is not None else None
-    plan = plan_program(program_ir, sentinel)
+    plan = plan_for(protocol, algorithm)
+    program_ir = plan.program
     if len(program_ir.buffers) > 8 or len(program_ir.registers) > 8:
         raise EmitError(f"{protocol.name}/{algorithm}: at most 8 buffers and 8 registers are supported")
     emitted = EmittedProgram(protocol, algorithm, plan, status, unverified, arch)

@@ -41,7 +41,7 @@ from collsim.ir.ops import (
 from collsim.ir.program import Program
 from collsim.ir.types import Issuer
 
-__all__ = ["Node", "ProgramPlan", "plan_program", "register_sync_points", "iter_nodes"]
+__all__ = ["Node", "ProgramPlan", "plan_program", "plan_for", "sentinel_word", "register_sync_points", "iter_nodes"]
 
 
 @dataclass(frozen=True)
@@ -115,6 +115,30 @@ def _split_kernels(nodes: tuple[Node, ...]) -> list[tuple[Node, ...]]:
     if current:
         kernels.append(tuple(current))
     return kernels
+
+
+def sentinel_word(program: Program, declared: int | None) -> int | None:
+    """The sentinel pattern of a program: the value its ``NotEqual`` polls compare against, else ``declared``
+    (the protocol's ``data_domain.forbidden_word``), as the verifier reads it."""
+    from collsim.ir.ops import NotEqual
+    from collsim.ir.program import walk
+
+    values = {op.until.value for op in walk(program.ops)
+              if isinstance(op, PollUntil) and isinstance(op.until, NotEqual)}
+    if len(values) > 1:
+        raise EmitError(f"{program.protocol}/{program.algorithm} polls against several sentinels {sorted(values)}")
+    if values:
+        return values.pop()
+    return declared
+
+
+def plan_for(protocol, algorithm: str) -> ProgramPlan:
+    """Generate and plan ``protocol`` under ``algorithm``."""
+    from collsim.algorithms import generate
+
+    program = generate(protocol, algorithm)
+    declared = protocol.data_domain.forbidden_word if protocol.data_domain is not None else None
+    return plan_program(program, sentinel_word(program, declared))
 
 
 def plan_program(program: Program, sentinel_word: int | None) -> ProgramPlan:

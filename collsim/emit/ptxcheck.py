@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from collsim.emit.cuda import MARKER
 from collsim.emit.plan import ProgramPlan, iter_nodes
 from collsim.ir.ops import Atomic, Fence, Fill, Input, Load, Loop, PollUntil, Reg, Store
+from collsim.ir.layout import WordRole
 from collsim.ir.types import Sem
 
 __all__ = ["PtxInstruction", "PtxFinding", "PtxReport", "check_ptx", "expected_instructions", "parse_entries"]
@@ -94,6 +95,7 @@ class Expectation:
     count: int
     in_loop: bool = False
     extra: tuple[str, ...] = ()  # further qualifiers that must appear (e.g. "sc", "noftz", "global")
+    blocks: int = 1  # marked asm blocks the op produces (a partial store: one per covered word of a line)
 
 
 @dataclass(frozen=True)
@@ -261,8 +263,19 @@ def expected_instructions(plan: ProgramPlan, dtype: str) -> dict[int, Expectatio
             opcode = "st" if isinstance(op, Store) else "ld"
             sem = op.sem.value
             scope = "sys" if op.sem is Sem.VOLATILE else (op.scope.value if op.sem is not Sem.WEAK else "")
-            out[node.id] = Expectation(node.id, label, (opcode,), sem, scope, _vec(n), _word_types(elem), 1,
-                                       in_loop=isinstance(op, PollUntil), extra=("global",))
+            vector = _vec(n)
+            blocks = 1
+            if isinstance(op, Store):
+                # a store covers the data words if it has a source, the flag words if it has a flag;
+                # covering only some words of a line means one scalar store per covered word
+                covered = [w for w in layout.words
+                           if (w.role is WordRole.DATA and op.src is not None)
+                           or (w.role is WordRole.FLAG and op.flag is not None)]
+                if len(covered) != len(layout.words):
+                    vector = ""
+                    blocks = len(covered)
+            out[node.id] = Expectation(node.id, label, (opcode,), sem, scope, vector, _word_types(elem), 1,
+                                       in_loop=isinstance(op, PollUntil), extra=("global",), blocks=blocks)
         elif isinstance(op, Fence):
             out[node.id] = Expectation(node.id, label, ("fence",), op.kind.value, op.scope.value, "", ("",), 1,
                                        extra=(op.kind.value,))
@@ -332,13 +345,17 @@ def check_ptx(plan: ProgramPlan, ptx: str) -> PtxReport:
         ir_count: Counter = Counter()
         ptx_count: Counter = Counter()
         for op_id, want in sorted(expectations.items()):
-            ir_count[(want.opcodes[0], want.sem, want.scope)] += want.count
+            ir_count[(want.opcodes[0], want.sem, want.scope)] += want.count * want.blocks
             found = by_op.get(op_id)
             if not found:
                 report.findings.append(PtxFinding(name, op_id, "error",
                                                   f"{want.label}: no {'/'.join(want.opcodes)} instruction for this "
                                                   "IR op in the PTX (dropped by the emitter or the compiler)"))
                 continue
+            if len(found) != want.blocks:
+                report.findings.append(PtxFinding(name, op_id, "error",
+                                                  f"{want.label}: {len(found)} instruction block(s) in the PTX, "
+                                                  f"expected {want.blocks}"))
             for block in found:
                 report.checked_ops += 1
                 mem = [insn for insn in block.instructions if insn.opcode in ("st", "ld", "fence", "red", "atom",

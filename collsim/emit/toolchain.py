@@ -69,11 +69,8 @@ def compile_object(directory: Path, source: str, arch: str = "sm_90", *, nvcc: s
 
 def check_directory(directory: Path, protocol: str, algorithm: str, *, arch: str = "sm_90") -> PtxReport:
     """Compile an emitted directory's kernel to PTX and run the translation check on it."""
-    from collsim.algorithms import generate
-    from collsim.emit.plan import plan_program
+    from collsim.emit.plan import plan_for
     from collsim.ir.registry import load_protocol
 
-    proto = load_protocol(protocol)
-    sentinel = proto.data_domain.forbidden_word if proto.data_domain is not None else None
-    plan = plan_program(generate(proto, algorithm), sentinel)
+    plan = plan_for(load_protocol(protocol), algorithm)
     return check_ptx(plan, compile_ptx(Path(directory), arch))

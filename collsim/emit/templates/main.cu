@@ -53,6 +53,17 @@ __global__ void gen_input_kernel(char* input, int dtype, int rank, unsigned long
     write_input(dtype, input, i, rank, salt);
 }
 
+struct LinePattern {
+  unsigned int w[64];
+  int n;
+};
+
+// Fill `nwords` words with a repeating line pattern restarting every `period` words (one channel).
+__global__ void fill_pattern_kernel(char* p, LinePattern pat, long long period, long long nwords) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < nwords; i += (long long)gridDim.x * blockDim.x)
+    reinterpret_cast<unsigned int*>(p)[i] = pat.w[(i % period) % pat.n];
+}
+
 __global__ void fill_u32_kernel(char* p, unsigned int word, long long nwords) {
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < nwords; i += (long long)gridDim.x * blockDim.x)
     reinterpret_cast<unsigned int*>(p)[i] = word;
@@ -123,8 +134,12 @@ Geometry geometry(const Harness& h, long long size) {
   const long long per = (g.msg + h.opt.ctas - 1) / h.opt.ctas;
   g.chan = round_up(per, (long long)h.nranks * gran);
   g.io = round_up((long long)h.opt.ctas * g.chan + (long long)h.nranks * gran + 4096, 4096);
-  for (int b = 0; b < h.info->n_buffers; ++b)
-    g.buf_stride[b] = round_up(collsim_buffer_bytes(b, h.nranks, g.chan), 256);
+  for (int b = 0; b < h.info->n_buffers; ++b) {
+    // a whole number of lines per channel, so each channel starts on a line (and a fill pattern period)
+    const long long line = h.info->buffers[b].line_bytes;
+    g.buf_stride[b] = round_up(round_up(collsim_buffer_bytes(b, h.nranks, g.chan), 256), line);
+    if (g.buf_stride[b] % 256) g.buf_stride[b] = round_up(g.buf_stride[b], 256 * line);
+  }
   for (int r = 0; r < h.info->n_registers; ++r)
     g.reg_stride[r] = round_up(collsim_register_bytes(r, h.nranks, g.chan) + 256, 256);
   return g;
@@ -360,9 +375,16 @@ void reset_state(Harness& h, const Geometry& g) {
     RankMem& m = h.ranks[r];
     set_device(h, r);
     for (int b = 0; b < h.info->n_buffers; ++b) {
+      const CollsimBufferInfo& info = h.info->buffers[b];
       const long long bytes = g.buf_stride[b] * h.opt.ctas;
-      if (std::string(h.info->buffers[b].init) == "sentinel") {
-        fill_u32_kernel<<<kFillBlocks, kFillThreads, 0, m.stream>>>(m.buf[b], h.info->sentinel_word, bytes / 4);
+      bool zero = true;
+      for (int i = 0; i < info.init_words; ++i) zero = zero && info.init_line[i] == 0;
+      if (!zero) {
+        LinePattern pat{};
+        pat.n = std::min(info.init_words, 64);
+        for (int i = 0; i < pat.n; ++i) pat.w[i] = info.init_line[i];
+        fill_pattern_kernel<<<kFillBlocks, kFillThreads, 0, m.stream>>>(m.buf[b], pat, g.buf_stride[b] / 4,
+                                                                         bytes / 4);
         CUDA_OK(cudaGetLastError());
       } else {
         CUDA_OK(cudaMemsetAsync(m.buf[b], 0, (size_t)bytes, m.stream));

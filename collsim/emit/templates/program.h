@@ -56,6 +56,8 @@ struct CollsimBufferInfo {
   const char* role;
   int line_bytes;
   int depth;
+  int init_words;                 // 32-bit words of one line's initial contents ...
+  const unsigned int* init_line;  // ... (sentinel in data words, zero in flag words)
 };
 
 struct CollsimOpInfo {
