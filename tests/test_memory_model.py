@@ -398,3 +398,13 @@ def test_bar_arrive_does_not_wait_but_publishes_to_bar_sync():
     b.bar("P0", instance=3, arrive=True)
     b.st("P0", "x", 1)
     assert reachable(b.build(), True)
+
+
+def test_rmw_with_custom_update_function():
+    # a saturating increment written as a function of the old value
+    b = two_threads()
+    for t in ("P0", "P1"):
+        b.rmw_fn(t, "c", lambda old: (z3.If(old >= 1, old, old + 1), old < 1),
+                 sem="relaxed", scope="gpu")
+    p = b.build()
+    assert always(p, p.final_var("c") == 1).status == "unsat"

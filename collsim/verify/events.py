@@ -165,7 +165,10 @@ class Event:
     rmw_op, operand, compare
         RMW: the operation (one of :data:`RMW_OPS`), its operand and, for
         ``cas``, the compare value. The written value is
-        ``rmw_result(rmw_op, old, operand, compare)``.
+        ``rmw_result(rmw_op, old, operand, compare)``. Alternatively ``value``
+        may be a function of the read value returning the new value, or a
+        pair ``(new value, z3 Bool: whether it writes)``; list any other reads
+        it uses in ``deps``.
     returns_value : bool
         RMW: False for ``red`` (no result register; its read is not a read
         for acquire patterns).
@@ -242,6 +245,8 @@ class Event:
             return f"ld{q}{s} [{self.virtual_loc}]"
         if self.kind == "W":
             return f"st{q}{s} [{self.virtual_loc}], {_show(self.value)}"
+        if self.kind == "RMW" and callable(self.value):
+            return f"{'atom' if self.returns_value else 'red'}{q}{s}.custom [{self.virtual_loc}]"
         if self.kind == "RMW":
             name = "atom" if self.returns_value else "red"
             extra = f", {_show(self.compare)}" if self.rmw_op == "cas" else ""
@@ -467,7 +472,9 @@ class Program:
                                      choices=SCOPES)
             if e.kind == "W" and e.value is None:
                 raise InputError(f"{where}: a write needs a value", field="value")
-            if e.kind == "RMW":
+            if e.kind == "RMW" and callable(e.value):
+                pass  # custom update: value(old) -> new or (new, writes)
+            elif e.kind == "RMW":
                 if e.rmw_op not in RMW_OPS:
                     raise InputError(f"{where}: unknown rmw op '{e.rmw_op}'", field="rmw_op",
                                      choices=RMW_OPS)
@@ -572,6 +579,13 @@ class ProgramBuilder:
         tag = ("atom_" if returns_value else "red_") + f"{op}_{loc}"
         return self._add(thread, "RMW", tag, loc=loc, sem=sem, scope=scope, rmw_op=op,
                          operand=operand, compare=compare, returns_value=returns_value, **kw)
+
+    def rmw_fn(self, thread: str, loc: str, update: Callable[[z3.ExprRef], Any], sem: str = "relaxed",
+               scope: str | None = "gpu", returns_value: bool = True, **kw: Any) -> str:
+        """An RMW whose new value is ``update(old)`` (or ``(new, writes)``)."""
+        tag = ("atom_" if returns_value else "red_") + f"fn_{loc}"
+        return self._add(thread, "RMW", tag, loc=loc, sem=sem, scope=scope, value=update,
+                         returns_value=returns_value, **kw)
 
     def red(self, thread: str, loc: str, op: str, operand: Value, sem: str = "relaxed",
             scope: str | None = "gpu", **kw: Any) -> str:

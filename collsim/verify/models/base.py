@@ -314,9 +314,14 @@ class Encoding:
                 self._writes[e.eid] = self._ex(e.eid)
             elif e.kind == "RMW":
                 old = self.read_value(e.eid)
-                operand = self.val(e.operand if e.operand is not None else 0)
-                compare = self.val(e.compare) if e.compare is not None else None
-                new, does = rmw_result(e.rmw_op, old, operand, compare)  # type: ignore[arg-type]
+                if callable(e.value):
+                    out = e.value(old)
+                    new, does = out if isinstance(out, tuple) else (out, z3.BoolVal(True))
+                    new, does = self.val(new), z3.BoolVal(does) if isinstance(does, bool) else does
+                else:
+                    operand = self.val(e.operand if e.operand is not None else 0)
+                    compare = self.val(e.compare) if e.compare is not None else None
+                    new, does = rmw_result(e.rmw_op, old, operand, compare)  # type: ignore[arg-type]
                 self._written[e.eid] = z3.simplify(new)
                 self._writes[e.eid] = conj(self._ex(e.eid), fold(z3.simplify(does)))
         self._encode_rf()
