@@ -1,0 +1,162 @@
+"""Symmetric memory as the simulator sees it: which writes land where, and when polls can see them.
+
+Values are not simulated except where a poll's predicate needs them: the
+word a poll inspects (a flag, a counter, or the sentinel-bearing data word).
+Each :class:`Location` is one ``(buffer, owner rank, slot, region)`` and
+keeps every write of this launch to its lines: the line range, the time it
+becomes visible and what it does to the polled word (set a flag, add to a
+counter, write data, write the sentinel).
+
+A poll asks :meth:`Location.satisfied_at`: the earliest time at which every
+polled line satisfies the predicate, judged from the writes visible by then
+in the order they became visible. Writes of earlier launches are complete
+before this one starts (stream order), and every buffer starts from its
+declared ``init`` (zero or the sentinel); a simulated launch is the first
+use of its slots, which is how a steady-state launch sees them too: stale
+epochs never equal the current one, credits of the previous launch are
+already returned, and arrival counters of a slot start from their value
+after its previous use.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+__all__ = ["DATA", "SENTINEL", "Write", "Location", "Memory", "predicate_holds"]
+
+
+class _Marker:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+#: The polled word holds user data (not the sentinel).
+DATA = _Marker("DATA")
+#: The polled word holds the sentinel pattern.
+SENTINEL = _Marker("SENTINEL")
+
+
+class Write:
+    """One write to lines ``[lo, hi)`` of a location: ``how`` (``set``/``add``/``max``) ``value``, visible at ``visible``."""
+
+    __slots__ = ("lo", "hi", "visible", "how", "value", "transfer")
+
+    def __init__(self, lo: int, hi: int, visible: float, how: str, value: Any, transfer: Any) -> None:
+        self.lo = lo
+        self.hi = hi
+        self.visible = visible
+        self.how = how
+        self.value = value
+        self.transfer = transfer
+
+
+def predicate_holds(pred: tuple[str, Any], value: Any) -> bool:
+    """Whether the polled word ``value`` satisfies ``pred`` (``eq``, ``ge`` or ``ne``).
+
+    >>> predicate_holds(("ge", 3), 4), predicate_holds(("ne", 0xFFFAFFFA), SENTINEL)
+    (True, False)
+    """
+    kind, target = pred
+    if kind == "eq":
+        return value is not DATA and value is not SENTINEL and value == target
+    if kind == "ge":
+        return isinstance(value, int) and value >= target
+    return value is not SENTINEL and value != target
+
+
+def _apply(value: Any, how: str, operand: Any) -> Any:
+    if how == "set":
+        return operand
+    if not isinstance(value, int) or not isinstance(operand, int):
+        return DATA
+    if how == "add":
+        return value + operand
+    return max(value, operand)
+
+
+def _visible(write: Write) -> float:
+    return write.visible
+
+
+class Location:
+    """The writes to one ``(buffer, rank, slot, region)`` and the polls waiting on it."""
+
+    __slots__ = ("key", "init", "writes", "waiters")
+
+    def __init__(self, key: tuple, init: Any) -> None:
+        self.key = key
+        self.init = init
+        self.writes: list[Write] = []
+        self.waiters: list[Callable[[], None]] = []
+
+    def add(self, write: Write) -> None:
+        """Record ``write`` and let every waiting poll re-evaluate."""
+        self.writes.append(write)
+        if self.waiters:
+            for poke in list(self.waiters):
+                poke()
+
+    def satisfied_at(self, lo: int, hi: int, pred: tuple[str, Any], after: float) -> tuple[float, Write | None] | None:
+        """Earliest time ``>= after`` at which lines ``[lo, hi)`` all satisfy ``pred``, with the write that made it so.
+
+        ``None`` when the writes recorded so far never satisfy it (the poll
+        must wait for more writes).
+        """
+        relevant = [w for w in self.writes if w.lo < hi and w.hi > lo]
+        if not relevant:
+            return (after, None) if predicate_holds(pred, self.init) else None
+        relevant.sort(key=_visible)
+        if all(w.lo <= lo and w.hi >= hi for w in relevant):  # the usual case: every write covers all lines
+            value, last, index = self.init, None, 0
+            for w in relevant:
+                if w.visible > after:
+                    break
+                value, last, index = _apply(value, w.how, w.value), w, index + 1
+            if predicate_holds(pred, value):
+                return after, last
+            for w in relevant[index:]:
+                value = _apply(value, w.how, w.value)
+                if predicate_holds(pred, value):
+                    return w.visible, w
+            return None
+        cuts = sorted({lo, hi} | {w.lo for w in relevant if lo < w.lo < hi} | {w.hi for w in relevant if lo < w.hi < hi})
+        segments = list(zip(cuts, cuts[1:]))
+        candidates = [after] + [w.visible for w in relevant if w.visible > after]
+        for time in candidates:
+            last: Write | None = None
+            ok = True
+            for a, b in segments:
+                value = self.init
+                for w in relevant:
+                    if w.visible > time:
+                        break
+                    if w.lo <= a and w.hi >= b:
+                        value = _apply(value, w.how, w.value)
+                        if last is None or w.visible > last.visible:
+                            last = w
+                if not predicate_holds(pred, value):
+                    ok = False
+                    break
+            if ok:
+                return time, last
+        return None
+
+
+class Memory:
+    """Every location of every rank's symmetric buffers, created on first use."""
+
+    __slots__ = ("locations", "inits")
+
+    def __init__(self, inits: dict[str, Any]) -> None:
+        self.locations: dict[tuple, Location] = {}
+        self.inits = inits
+
+    def location(self, key: tuple) -> Location:
+        loc = self.locations.get(key)
+        if loc is None:
+            loc = self.locations[key] = Location(key, self.inits[key[0]])
+        return loc

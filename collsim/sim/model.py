@@ -1,0 +1,141 @@
+"""The ``des`` model: generate the protocol's program, simulate one launch, attribute its time.
+
+:func:`run_des` returns everything a caller may want to look at (the
+critical path for ``collsim explain``, the raw outcome); :func:`des_model`
+is the registered model function and returns a
+:class:`~collsim.models.SimResult`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from collsim.algorithms import generate
+from collsim.errors import InputError
+from collsim.ir.program import Program
+from collsim.models import SimRequest, SimResult
+from collsim.sim.channels import default_channels
+from collsim.sim.costs import GENERATIONS, Costs, load_costs
+from collsim.sim.lower import Lowered, lower
+from collsim.sim.simulation import Outcome, Simulation, buffer_inits
+from collsim.sim.trace import Step, breakdown_of, critical_path
+
+__all__ = ["DesRun", "run_des", "des_model", "program_for", "generation_of"]
+
+#: The launch index simulated: the first use of every slot, which costs what a steady-state launch does
+#: (see collsim.sim.memory).
+SIMULATED_ITER = 0
+
+
+@dataclass
+class DesRun:
+    """One simulated launch: the request, what it used, what happened and the critical path."""
+
+    request: SimRequest
+    costs: Costs
+    channels: int
+    outcome: Outcome
+    steps: list[Step]
+    breakdown: dict[str, float]
+    notes: list[str]
+
+    @property
+    def latency_us(self) -> float:
+        return sum(self.breakdown.values())
+
+
+def _protocol_key(protocol: Any) -> tuple:
+    params = getattr(protocol, "params", {}) or {}
+    return (type(protocol), tuple(sorted((k, repr(v)) for k, v in params.items())))
+
+
+_PROGRAMS: dict[tuple, tuple[Program, Lowered]] = {}
+
+
+def program_for(protocol: Any, algorithm: str) -> tuple[Program, Lowered]:
+    """The generated program and its lowered form, cached per protocol class, parameters and algorithm."""
+    key = (_protocol_key(protocol), algorithm)
+    found = _PROGRAMS.get(key)
+    if found is None:
+        program = generate(protocol, algorithm)
+        found = _PROGRAMS[key] = (program, lower(program))
+    return found
+
+
+def generation_of(topology: Any, ranks: int) -> str:
+    """The oldest GPU generation among GPUs ``0 .. ranks-1`` (NCCL indexes its tables the same way)."""
+    gens = {str(topology.generation(r)).lower() for r in range(ranks)}
+    unknown = sorted(gens - set(GENERATIONS))
+    if unknown:
+        raise InputError(f"the des model has no cost file for GPU generation {unknown[0]!r}", field="topology",
+                         choices=GENERATIONS)
+    return min(gens, key=GENERATIONS.index)
+
+
+@lru_cache(maxsize=256)
+def _cached_costs(generation: str, overrides: tuple) -> Costs:
+    return load_costs(generation, dict(overrides))
+
+
+def _freeze(costs: Any) -> tuple:
+    items = []
+    for key, value in sorted((costs or {}).items(), key=lambda kv: str(kv[0])):
+        if isinstance(value, dict):
+            value = tuple(sorted(value.items()))
+        items.append((key, value))
+    return tuple(items)
+
+
+def _notes(request: SimRequest) -> list[str]:
+    notes = []
+    topo, n = request.topology, request.ranks
+    assumptions = tuple(getattr(request.protocol, "assumptions", ()) or ())
+    if assumptions and not all(topo.route(a, b).nvlink_only for a in range(n) for b in range(n) if a != b):
+        notes.append(f"{request.protocol.name} relies on {', '.join(assumptions)}, which only verified NVLink "
+                     "paths are trusted to provide; costed anyway over this non-NVLink route")
+    return notes
+
+
+def run_des(request: SimRequest) -> DesRun:
+    """Simulate one launch of ``request`` (see :mod:`collsim.sim`)."""
+    topo, n = request.topology, request.ranks
+    costs = _cached_costs(generation_of(topo, n), _freeze(request.costs))
+    program, lowered = program_for(request.protocol, request.algorithm)
+    channels = request.channels or default_channels(topo, n, costs, request.size_bytes)
+    c = costs.nvlink
+    launch_us = c.launch_overhead_us if request.launch == "eager" else 0.0
+    start = launch_us + c.kernel_start_us
+    items = [lowered.bind({"RANK": r, "NRANKS": n, "ITER": SIMULATED_ITER, "MSG": request.size_bytes})
+             for r in range(n)]
+    sim = Simulation(topo, n, items, buffer_inits(program), costs, channels, start, launch_us,
+                     record=request.timeline)
+    outcome = sim.run()
+    steps = critical_path(outcome.finals[outcome.slowest])
+    return DesRun(request, costs, channels, outcome, steps, breakdown_of(steps), _notes(request))
+
+
+def _timeline(run: DesRun) -> list[dict[str, Any]]:
+    events = []
+    for node in run.outcome.nodes:
+        if node.end > node.start:
+            cause = node.cause
+            peer = getattr(cause, "rank", None) if cause is not None and node.cause_at > node.start else None
+            events.append({"rank": node.rank, "kind": node.kind, "start_us": node.start, "end_us": node.end,
+                           "peer": peer if peer != node.rank else None, "bytes": 0,
+                           "label": f"{node.what} {node.name}".strip()})
+    for tr in run.outcome.transfers:
+        if tr.finish > tr.start:
+            events.append({"rank": tr.rank, "kind": "data" if tr.payload else "sync", "start_us": tr.start,
+                           "end_us": tr.finish, "peer": None if tr.local else tr.peer, "bytes": int(tr.nbytes),
+                           "label": f"{tr.what} {tr.name}"})
+    events.sort(key=lambda e: (e["rank"], e["start_us"], e["end_us"]))
+    return events
+
+
+def des_model(request: SimRequest) -> SimResult:
+    """The registered ``des`` model function."""
+    run = run_des(request)
+    timeline = _timeline(run) if request.timeline else None
+    return SimResult.from_breakdown(request, run.breakdown, model="des", timeline=timeline,
+                                    events=run.outcome.events, notes=run.notes, channels=run.channels)

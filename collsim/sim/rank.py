@@ -1,0 +1,511 @@
+"""One rank's program as a SimPy process: what every operation costs and what it waits for.
+
+A rank's threads are one process walking the bound ops in program order
+(:mod:`collsim.sim.lower`); a loop whose iterations are lanes gives each
+lane its own clock, starting when the loop starts, and ends when its
+slowest lane ends. A clock advances only through blocking work. The
+process yields to SimPy only when a poll must wait for writes that are not
+issued yet, and to catch its clock up before reserving shared links, so
+transfers on shared links are costed in time order (a lane that starts
+behind the simulation clock reserves at its own earlier time).
+
+Operation semantics (all times in µs; ``c`` are the cost parameters)
+------------------------------------------------------------------
+Store / Atomic (non-blocking issue)
+    Waits for its source register; a release (``sem`` release/acq_rel)
+    first fences. Wire bytes are ``lines × line_bytes`` of the destination
+    buffer's layout (so LL moves 2× the data, LL128 16/15×), × the atomic
+    wire factor for data atomics. Local: through the rank's HBM pipe.
+    Remote: through the rank's store engine (``channels × cta_store_gbps``;
+    leader-issued flags skip it) and the route's directed links, visible
+    ``route latency + remote_write_us`` (atomics: ``atomic_remote_us``)
+    after its last byte, acknowledged one return latency later. An atomic
+    with a result waits for that.
+Load (non-blocking; the register is ready later)
+    Remote: the request travels to the owner (route latency +
+    ``remote_read_us``), the bytes come back through the owner→reader links
+    and the reader's load engine, plus the return latency. Acquire loads
+    block until ready.
+PollUntil (blocking)
+    Samples its lines every ``poll_period_us`` (local) or every round trip
+    (remote, each sample being a remote load) from when it starts; it
+    completes on the first sample that observes every line satisfying the
+    predicate (:mod:`collsim.sim.memory`), i.e. up to one period after the
+    satisfying writes became visible, and not before its own read of the
+    lines (``lines × line_bytes`` from HBM) is done. Acquire adds
+    ``acquire_us``.
+Fence (blocking)
+    Waits until every store, atomic and load the thread issued is
+    acknowledged, then ``fence_sys_us`` (``fence_gpu_us`` at gpu scope,
+    plus ``fence_sc_extra_us`` for ``fence.sc``).
+Reduce / WriteOutput (blocking)
+    Wait for their register sources, then move the bytes they read from
+    input (registers are already on chip) and write to the output through
+    the HBM pipe at ``hbm_efficiency × hbm_gbps``.
+SyncGroup (blocking)
+    Waits until the thread group finished issuing everything it issued
+    (stores drained into the network, loads returned), then
+    ``sync_group_us``.
+KernelBoundary
+    Waits for every outstanding operation to be acknowledged, then
+    ``kernel_end_us``.
+Every op also costs ``op_overhead_us`` of instruction issue.
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from collsim.ir.types import FenceKind, RmwOp, Scope
+from collsim.sim.links import Transfer, reserve
+from collsim.sim.lower import ATOMIC, FENCE, KERNEL_END, LOAD, POLL, REDUCE, STORE, SYNC, WRITE, Block
+from collsim.sim.memory import DATA, SENTINEL, Write
+from collsim.sim.trace import Node
+
+if TYPE_CHECKING:  # pragma: no cover
+    from collsim.sim.simulation import Simulation
+
+__all__ = ["Rank", "Thread"]
+
+EPS = 1e-9
+_RMW_HOW = {RmwOp.ADD: "add", RmwOp.MAX: "max", RmwOp.EXCH: "set", RmwOp.CAS: "set", RmwOp.MIN: "set"}
+
+
+class Thread:
+    """A thread group's clock, last node and outstanding work (a rank's main thread or one lane)."""
+
+    __slots__ = ("t", "node", "issued", "issued_by", "acked", "acked_by", "loaded", "loaded_by", "pending")
+
+    def __init__(self, t: float, node: Node) -> None:
+        self.t = t
+        self.node = node
+        self.issued = self.acked = self.loaded = 0.0
+        self.issued_by = self.acked_by = self.loaded_by = None
+        self.pending: list[Any] = []  # piecewise transfers still being issued (fine-grained mode only)
+
+    def fork(self) -> "Thread":
+        lane = Thread(self.t, self.node)
+        lane.issued, lane.issued_by = self.issued, self.issued_by
+        lane.acked, lane.acked_by = self.acked, self.acked_by
+        lane.loaded, lane.loaded_by = self.loaded, self.loaded_by
+        return lane
+
+    def absorb(self, other: "Thread") -> None:
+        self.pending.extend(other.pending)
+        if other.issued > self.issued:
+            self.issued, self.issued_by = other.issued, other.issued_by
+        if other.acked > self.acked:
+            self.acked, self.acked_by = other.acked, other.acked_by
+        if other.loaded > self.loaded:
+            self.loaded, self.loaded_by = other.loaded, other.loaded_by
+
+
+class Rank:
+    """The state and process of one rank (see the module docstring for the costs)."""
+
+    def __init__(self, sim: "Simulation", rank: int, items: list[Any]) -> None:
+        self.sim = sim
+        self.rank = rank
+        self.items = items
+        self.c = sim.costs.nvlink
+        self.regs: dict[str, tuple[float, Any]] = {}
+        self.reg_pending: dict[str, Any] = {}
+        self.st_engine, self.ld_engine, self.hbm = sim.rank_pipes(rank)
+        self.end = 0.0
+        self.final: Node | None = None
+
+    # ------------------------------------------------------------------ helpers
+
+    def _advance(self, th: Thread, end: float, kind: str, label: Any, what: str = "",
+                 cause: Any = None, cause_at: float = 0.0) -> None:
+        """Move ``th``'s clock to ``end``, recording a node from the end of the previous one (issue overheads
+        not yet on a node are folded in)."""
+        prev = th.node
+        start = prev.end
+        if end < th.t:
+            end = th.t
+        if end <= start + EPS and cause is None:
+            return
+        node = Node(self.rank, start, end, kind, label, prev, cause, cause_at, what)
+        th.node = node
+        th.t = end
+        if self.sim.record:
+            self.sim.nodes.append(node)
+
+    def _wait_register(self, th: Thread, name: str, label: Any) -> None:
+        ready = self.regs.get(name)
+        if ready is not None and ready[0] > th.t + EPS:
+            self._advance(th, ready[0], "data", label, "waits for register " + name, ready[1], ready[0])
+
+    def _fence(self, th: Thread, label: Any, scope: Scope, kind: Any, what: str) -> None:
+        c = self.c
+        wait, by = th.acked, th.acked_by
+        if th.loaded > wait:
+            wait, by = th.loaded, th.loaded_by
+        if wait > th.t + EPS:
+            self._advance(th, wait, "sync", label, what + " (waits for acknowledgements)", by, wait)
+        if scope is Scope.SYS:
+            base = c.fence_sys_us
+        elif scope is Scope.GPU:
+            base = c.fence_gpu_us
+        else:
+            base = 0.0
+        if kind is FenceKind.SC:
+            base += c.fence_sc_extra_us
+        self._advance(th, th.t + base, "sync", label, what)
+
+    # ------------------------------------------------------------------ the process
+
+    def process(self, start: float, launch_node: Node):
+        """The SimPy process: run every item, then note when this rank finished."""
+        th = Thread(start, launch_node)
+        yield from self._walk(th, self.items)
+        self.end = th.t
+        self.final = th.node
+
+    def _walk(self, th: Thread, items: list[Any]):
+        sim = self.sim
+        env = sim.env
+        fine = sim.fine
+        for op in items:
+            if op.__class__ is Block:
+                if op.lanes and op.iterations:
+                    lanes = [th.fork() for _ in op.iterations]
+                    for lane, iteration in zip(lanes, op.iterations):
+                        yield from self._walk(lane, iteration)
+                    self._join(th, lanes, op.label)
+                else:
+                    for iteration in op.iterations:
+                        yield from self._walk(th, iteration)
+                continue
+            kind = op.kind
+            if fine:
+                yield from self._settle(th, op)
+            if kind == POLL:
+                plan = self._poll_plan(th, op)
+                lo = op.ref[4]
+                found = plan[0].satisfied_at(lo, lo + op.ref[5], op.pred, plan[2])
+                if found is None or found[0] > env.now + EPS:
+                    found = yield from self._wait_poll(op, plan, found)
+                self._poll_done(th, op, self._completion(plan, found[0]), found[1], plan[1])
+                continue
+            if kind == STORE or kind == LOAD or kind == ATOMIC:
+                # Catch up before reserving links other ranks share (flags are too small to matter).
+                if not op.leader and op.ref[1] != self.rank and th.t > env.now + EPS:
+                    sim.events += 1
+                    yield env.timeout(th.t - env.now)
+                if kind == STORE:
+                    self._store(th, op)
+                elif kind == LOAD:
+                    self._load(th, op)
+                else:
+                    self._atomic(th, op)
+            elif kind == REDUCE:
+                self._reduce(th, op)
+            elif kind == WRITE:
+                self._write_output(th, op)
+            elif kind == SYNC:
+                self._sync_group(th, op)
+            elif kind == FENCE:
+                self._fence(th, op, op.scope, op.sem, "fence")
+            elif kind == KERNEL_END:
+                self._kernel_end(th, op)
+
+    def _join(self, th: Thread, lanes: list[Thread], label: str) -> None:
+        slowest = lanes[0]
+        for lane in lanes:
+            th.absorb(lane)
+            if lane.t > slowest.t:
+                slowest = lane
+        if slowest.node is not th.node:
+            self._advance(th, slowest.t, "sync", f"{label} over {len(lanes)} lanes", "loop", slowest.node,
+                          slowest.t)
+
+    def _settle(self, th: Thread, op: Any):
+        """Fine-grained mode: wait for piecewise transfers an op depends on to be fully issued."""
+        waits = []
+        if op.kind in (SYNC, FENCE, KERNEL_END) or op.releasing:
+            waits.extend(th.pending)
+            th.pending = []
+        sources = op.srcs if op.kind == REDUCE else (op.src, op.operand)
+        for src in sources:
+            if isinstance(src, tuple) and src[0] == "reg":
+                event = self.reg_pending.get(src[1])
+                if event is not None:
+                    waits.append(event)
+        waits = [w for w in waits if not w.triggered]
+        if waits:
+            self.sim.events += 1
+            yield self.sim.env.all_of(waits)
+
+    # ------------------------------------------------------------------ stores, atomics, loads
+
+    def _store(self, th: Thread, op: Any) -> None:
+        buf, owner, slot, region, line, lines = op.ref
+        src = op.src
+        if src is not None and src[0] == "reg":
+            self._wait_register(th, src[1], op)
+        if op.releasing:
+            self._fence(th, op, op.scope, None, "release fence before the store")
+        payload = src is not None and src[0] != "fill"
+        th.t += self.c.op_overhead_us
+        if op.polls_flags:
+            how, value = ("set", op.flag) if op.flag is not None else (None, None)
+        elif src is None:
+            how, value = "set", op.flag
+        elif src[0] == "fill":
+            how, value = "set", (SENTINEL if src[1] == "sentinel" else 0)
+        else:
+            how, value = "set", DATA
+        land = None
+        if how is not None:
+            location = self.sim.memory.location((buf, owner, slot, region))
+
+            def land(tr: Transfer) -> None:
+                location.add(Write(line, line + lines, tr.visible, how, value, tr))
+
+        read = lines * op.data_bytes if src is not None and src[0] == "input" else 0
+        self._push(th, op, owner, lines * op.line_bytes, payload, "store", read, False, land)
+
+    def _push(self, th: Thread, op: Any, owner: int, wire: float, payload: bool, what: str,
+              read_bytes: float, atomic: bool, land: Any) -> Transfer | None:
+        """Issue ``wire`` bytes from this rank into ``owner``'s memory; ``land(tr)`` once its times are known.
+
+        Returns the transfer, or None while a fine-grained transfer is still issuing its pieces.
+        """
+        sim = self.sim
+        t = th.t
+        node = self._issue_node(th, op, payload)
+        if owner == self.rank:
+            finish = reserve((self.hbm,), wire + read_bytes, t)
+            tr = Transfer(self.rank, owner, wire, t, t, finish, finish, finish, node, payload, op, True, what)
+            self._issued(th, tr, land)
+            return tr
+        route = sim.route(self.rank, owner)
+        c = route.costs
+        pipes = route.pipes if op.leader else (self.st_engine,) + route.pipes
+        delay = route.latency + (c.atomic_remote_us if atomic else c.remote_write_us)
+        back = sim.route(owner, self.rank).latency
+        if op.leader or c.transfer_pieces <= 1:
+            finish = reserve(pipes, wire, t)
+            tr = Transfer(self.rank, owner, wire, t, t, finish, finish + delay, finish + delay + back, node,
+                          payload, op, False, what)
+            self._issued(th, tr, land)
+            return tr
+        tr = Transfer(self.rank, owner, wire, t, t, t, t, t, node, payload, op, False, what)
+
+        def finished(finish: float) -> None:
+            tr.finish, tr.visible, tr.ack = finish, finish + delay, finish + delay + back
+            self._issued(th, tr, land)
+
+        th.pending.append(sim.env.process(sim.issue_pieces(pipes, wire, t, c.transfer_pieces, finished)))
+        return None
+
+    def _issue_node(self, th: Thread, op: Any, payload: bool) -> Node:
+        """The node a transfer hangs from: the issuing thread's state at its clock now."""
+        if th.node.end < th.t - EPS:  # put the op's issue overhead on a node so the chain stays contiguous
+            self._advance(th, th.t, "data" if payload else "sync", op, "issues")
+        return th.node
+
+    def _issued(self, th: Thread, tr: Transfer, land: Any) -> None:
+        if tr.finish > th.issued:
+            th.issued, th.issued_by = tr.finish, tr
+        if tr.ack > th.acked:
+            th.acked, th.acked_by = tr.ack, tr
+        if self.sim.record:
+            self.sim.transfers.append(tr)
+        if land is not None:
+            land(tr)
+
+    def _atomic(self, th: Thread, op: Any) -> None:
+        sim = self.sim
+        buf, owner, slot, region, line, lines = op.ref
+        operand = op.operand
+        data = isinstance(operand, tuple)
+        if data and operand[0] == "reg":
+            self._wait_register(th, operand[1], op)
+        if op.releasing:
+            self._fence(th, op, op.scope, None, "release fence before the atomic")
+        th.t += self.c.op_overhead_us
+        wire = lines * op.line_bytes
+        factor = sim.route(self.rank, owner).costs.atomic_wire_factor if data and owner != self.rank else 1.0
+        how = _RMW_HOW.get(op.op.op, "set")
+        value = DATA if data else operand
+        location = sim.memory.location((buf, owner, slot, region))
+
+        def land(tr: Transfer) -> None:
+            location.add(Write(line, line + lines, tr.visible, how, value, tr))
+
+        tr = self._push(th, op, owner, wire * factor, data, "atomic", wire if owner == self.rank else 0.0, True,
+                        land)
+        if op.into is not None:
+            if tr is None:
+                raise NotImplementedError("atomics with a result are not split into pieces")
+            self._advance(th, tr.ack, "sync", op, "atomic returns its old value", tr, tr.ack)
+            self.regs[op.into] = (th.t, th.node)
+
+    def _load(self, th: Thread, op: Any) -> None:
+        sim = self.sim
+        buf, owner, slot, region, line, lines = op.ref
+        wire = lines * op.line_bytes
+        th.t += self.c.op_overhead_us
+        t = th.t
+        node = self._issue_node(th, op, True)
+        if owner == self.rank:
+            finish = reserve((self.hbm,), wire, t)
+            self._loaded(th, op, Transfer(self.rank, owner, wire, t, t, finish, finish, finish, node, True, op,
+                                          True, "load"))
+            return
+        back = sim.route(owner, self.rank)
+        start = t + sim.route(self.rank, owner).latency + back.costs.remote_read_us
+        pipes = back.pipes if op.leader else (self.ld_engine,) + back.pipes
+        pieces = 1 if op.leader or op.acquiring else back.costs.transfer_pieces
+        if pieces <= 1:
+            finish = reserve(pipes, wire, start)
+            ready = finish + back.latency
+            self._loaded(th, op, Transfer(self.rank, owner, wire, t, start, finish, ready, ready, node, True, op,
+                                          False, "load"))
+            return
+        tr = Transfer(self.rank, owner, wire, t, start, start, start, start, node, True, op, False, "load")
+
+        def finished(finish: float) -> None:
+            tr.finish = finish
+            tr.visible = tr.ack = finish + back.latency
+            self._loaded(th, op, tr)
+
+        proc = sim.env.process(sim.issue_pieces(pipes, wire, start, pieces, finished))
+        th.pending.append(proc)
+        self.reg_pending[op.into] = proc
+
+    def _loaded(self, th: Thread, op: Any, tr: Transfer) -> None:
+        if self.sim.record:
+            self.sim.transfers.append(tr)
+        if tr.visible > th.loaded:
+            th.loaded, th.loaded_by = tr.visible, tr
+        old = self.regs.get(op.into)
+        if old is None or tr.visible > old[0]:
+            self.regs[op.into] = (tr.visible, tr)
+        if op.acquiring:
+            self._advance(th, tr.visible + self.c.acquire_us, "sync", op, "acquire load", tr, tr.visible)
+
+    # ------------------------------------------------------------------ polls
+
+    def _poll_plan(self, th: Thread, op: Any) -> tuple:
+        """``(location, first observation, period, return offset, read done, extra)`` of a poll starting now."""
+        sim = self.sim
+        c = self.c
+        buf, owner, slot, region, line, lines = op.ref
+        t0 = th.t + c.op_overhead_us
+        read_bytes = lines * op.line_bytes if op.into is not None else 0
+        if owner == self.rank:
+            observe, period = 0.0, c.poll_period_us
+            ret = period
+            read_done = t0 + read_bytes / self.hbm.rate
+        else:
+            back = sim.route(owner, self.rank)
+            observe = sim.route(self.rank, owner).latency + back.costs.remote_read_us
+            ret = period = observe + back.latency
+            rate = min([p.rate for p in back.pipes] + [self.ld_engine.rate])
+            read_done = t0 + ret + read_bytes / rate
+        extra = c.acquire_us if op.acquiring else 0.0
+        return (sim.memory.location((buf, owner, slot, region)), t0, t0 + observe, period, ret - observe,
+                read_done, extra)
+
+    @staticmethod
+    def _completion(plan: tuple, t_sat: float) -> float:
+        _, _, first, period, back, read_done, extra = plan
+        k = math.ceil((t_sat - first) / period - 1e-9) if t_sat > first else 0
+        done = first + k * period + back
+        return (done if done > read_done else read_done) + extra
+
+    def _wait_poll(self, op: Any, plan: tuple, found: tuple | None):
+        """Sleep until the writes that decide the poll are known: its location is re-evaluated on every new
+        write, and the poll wakes when the satisfying time it found has passed without being revised."""
+        sim = self.sim
+        env = sim.env
+        loc = plan[0]
+        lo, hi, pred, first = op.ref[4], op.ref[4] + op.ref[5], op.pred, plan[2]
+        decided = env.event()
+        state = [None, 0, found, len(loc.writes)]  # wake-up time, its token, last finding, writes seen
+
+        def fire(_event: Any, token: int) -> None:
+            if token != state[1] or decided.triggered:
+                return
+            found = state[2] if state[3] == len(loc.writes) else loc.satisfied_at(lo, hi, pred, first)
+            if found is not None and found[0] <= env.now + EPS:
+                loc.waiters.remove(poke)
+                decided.succeed(found)
+            else:
+                state[0] = None
+                poke(found)
+
+        def poke(found: Any = False) -> None:
+            if found is False:
+                found = loc.satisfied_at(lo, hi, pred, first)
+            state[2], state[3] = found, len(loc.writes)
+            if found is None:
+                return
+            if state[0] is None or found[0] < state[0] - EPS:
+                state[0] = found[0]
+                state[1] += 1
+                sim.events += 1
+                timer = env.timeout(max(0.0, found[0] - env.now))
+                timer.callbacks.append(lambda event, token=state[1]: fire(event, token))
+
+        loc.waiters.append(poke)
+        poke(found)
+        sim.events += 1
+        found = yield decided
+        return found
+
+    def _poll_done(self, th: Thread, op: Any, done: float, write: Any, t0: float) -> None:
+        th.t = t0  # the op's issue overhead, folded into the poll's node
+        tr = write.transfer if write is not None else None
+        if tr is not None and write.visible > t0:
+            self._advance(th, done, "sync", op, "poll", tr, write.visible)
+        else:
+            self._advance(th, done, "sync", op, "poll")
+        if op.into is not None:
+            self.regs[op.into] = (th.t, th.node)
+
+    # ------------------------------------------------------------------ local work and synchronization
+
+    def _reduce(self, th: Thread, op: Any) -> None:
+        hbm_bytes = 0
+        for src in op.srcs:
+            if src[0] == "reg":
+                self._wait_register(th, src[1], op)
+            elif src[0] == "input":
+                hbm_bytes += op.nbytes
+        if op.offset is not None:
+            hbm_bytes += op.nbytes
+        t = th.t + self.c.op_overhead_us
+        self._advance(th, reserve((self.hbm,), hbm_bytes, t) if hbm_bytes else t, "reduce", op, "reduce")
+        self.regs[op.into] = (th.t, th.node)
+
+    def _write_output(self, th: Thread, op: Any) -> None:
+        src = op.src
+        hbm_bytes = op.nbytes
+        if src[0] == "reg":
+            self._wait_register(th, src[1], op)
+        elif src[0] == "input":
+            hbm_bytes += op.nbytes
+        t = th.t + self.c.op_overhead_us
+        self._advance(th, reserve((self.hbm,), hbm_bytes, t), "reduce", op, "copies to output")
+
+    def _sync_group(self, th: Thread, op: Any) -> None:
+        wait, by = th.issued, th.issued_by
+        if th.loaded > wait:
+            wait, by = th.loaded, th.loaded_by
+        if wait > th.t + EPS:
+            self._advance(th, wait, "sync", op, "waits for the group's issued work", by, wait)
+        self._advance(th, th.t + self.c.sync_group_us, "sync", op, "syncs the thread group")
+
+    def _kernel_end(self, th: Thread, op: Any) -> None:
+        wait, by = th.acked, th.acked_by
+        for t, b in ((th.loaded, th.loaded_by), (th.issued, th.issued_by)):
+            if t > wait:
+                wait, by = t, b
+        if wait > th.t + EPS:
+            self._advance(th, wait, "sync", op, "waits for outstanding work before the kernel ends", by, wait)
+        self._advance(th, th.t + self.c.kernel_end_us, "launch", op, "kernel end")

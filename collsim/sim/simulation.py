@@ -1,0 +1,205 @@
+"""One simulated launch: all ranks' programs on one topology, in one SimPy environment.
+
+:class:`Simulation` owns what ranks share: the clock, the pipes (every
+directed link used, each rank's store/load engines and HBM), symmetric
+memory, and the record of nodes and transfers for the timeline. Ranks
+start together (the previous launch has completed everywhere) after the
+launch overhead (eager mode only) and the kernel start.
+
+Scale rule: a simulation schedules a bounded number of SimPy events per
+operation of the program (a catch-up timeout before shared work, one wake-up
+per poll, one process per lane of a loop that polls) and none per byte or
+line, so its event count does not depend on the message size (see
+:mod:`collsim.sim.links` for how a range is costed whole). With
+``transfer_pieces = P > 1`` every remote range is instead issued as ``P``
+pieces at the times the previous piece cleared the issuing engine, a
+fine-grained reference whose cost grows with ``P``.
+"""
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import simpy
+
+from collsim.sim.costs import Costs
+from collsim.sim.links import Pipe, Transfer, reserve
+from collsim.sim.memory import SENTINEL, Memory
+from collsim.sim.rank import Rank
+from collsim.sim.trace import Node
+
+__all__ = ["RouteInfo", "Simulation", "Outcome"]
+
+
+#: topology -> {(src, dst): (((u, v), effective GB/s) per link, latency, nvlink_only)}; routes do not change
+_ROUTE_FACTS: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+
+
+def _route_facts(topology: Any, src: int, dst: int) -> tuple:
+    try:
+        table = _ROUTE_FACTS[topology]
+    except (KeyError, TypeError):
+        table = {}
+        try:
+            _ROUTE_FACTS[topology] = table
+        except TypeError:  # not weak-referenceable: no cache
+            pass
+    facts = table.get((src, dst))
+    if facts is None:
+        route = topology.route(src, dst)
+        links = tuple(((u, v), topology.directed_link_capacity(u, v)[1]) for u, v in route.links)
+        facts = table[(src, dst)] = (links, float(route.latency_us), bool(route.nvlink_only))
+    return facts
+
+
+@dataclass(frozen=True)
+class RouteInfo:
+    """The pipes (directed links, in order), latency and cost parameters of one rank-to-rank route."""
+
+    pipes: tuple[Pipe, ...]
+    latency: float
+    costs: Any
+    nvlink_only: bool
+
+
+@dataclass
+class Outcome:
+    """What a simulation produced: per-rank end times and final nodes, the events processed, the records."""
+
+    ends: list[float]
+    finals: list[Node]
+    events: int
+    nodes: list[Node] = field(default_factory=list)
+    transfers: list[Transfer] = field(default_factory=list)
+
+    @property
+    def slowest(self) -> int:
+        """The rank that finished last (lowest index among ties)."""
+        return max(range(len(self.ends)), key=lambda r: (self.ends[r], -r))
+
+
+class Simulation:
+    """Shared state of one launch (see the module docstring).
+
+    Parameters
+    ----------
+    topology : Topology
+    ranks : int
+        GPUs ``0 .. ranks-1`` take part.
+    programs : list
+        Each rank's bound item tree (:meth:`collsim.sim.lower.Lowered.bind`).
+    inits : dict
+        Buffer name -> initial polled-word value (0 or :data:`SENTINEL`).
+    costs : Costs
+    channels : int
+        CTAs per rank: the store and load engines run at ``channels ×`` the
+        per-CTA bandwidth.
+    start_us : float
+        When the kernels start running (launch overhead + kernel start).
+    record : bool
+        Keep every node and transfer (for the timeline).
+    """
+
+    def __init__(self, topology: Any, ranks: int, programs: list[list[Any]], inits: dict[str, Any], costs: Costs,
+                 channels: int, start_us: float, launch_us: float, record: bool = False) -> None:
+        self.env = simpy.Environment()
+        self.topology = topology
+        self.costs = costs
+        self.channels = channels
+        self.record = record
+        self.fine = costs.nvlink.transfer_pieces > 1 or costs.pcie.transfer_pieces > 1
+        self.memory = Memory(inits)
+        self.events = 0
+        self.nodes: list[Node] = []
+        self.transfers: list[Transfer] = []
+        self._links: dict[tuple, Pipe] = {}
+        self._routes: dict[tuple[int, int], RouteInfo] = {}
+        self.start_us = start_us
+        self.launch_us = launch_us
+        self.ranks = [Rank(self, r, programs[r]) for r in range(ranks)]
+
+    # ------------------------------------------------------------------ shared resources
+
+    def rank_pipes(self, rank: int) -> tuple[Pipe, Pipe, Pipe]:
+        """``(store engine, load engine, HBM)`` of ``rank``."""
+        info = self.topology.gpu_info(rank)
+        c = self.costs.nvlink
+        hbm = float(info.get("hbm_gbps") or 0.0)
+        if hbm <= 0:
+            from collsim.errors import InputError
+
+            raise InputError(f"GPU {rank} of topology {self.topology.name!r} has no HBM bandwidth", field="topology")
+        return (Pipe(f"rank{rank}.store_engine", self.channels * c.cta_store_gbps),
+                Pipe(f"rank{rank}.load_engine", self.channels * c.cta_load_gbps),
+                Pipe(f"rank{rank}.hbm", hbm * c.hbm_efficiency))
+
+    def route(self, src: int, dst: int) -> RouteInfo:
+        """The route ``src -> dst`` with this simulation's pipes for its links (cached)."""
+        key = (src, dst)
+        info = self._routes.get(key)
+        if info is None:
+            links, latency, nvlink_only = _route_facts(self.topology, src, dst)
+            pipes = []
+            for link, effective in links:
+                pipe = self._links.get(link)
+                if pipe is None:
+                    pipe = self._links[link] = Pipe(f"{link[0]}->{link[1]}", effective)
+                pipes.append(pipe)
+            info = self._routes[key] = RouteInfo(tuple(pipes), latency, self.costs.for_route(nvlink_only),
+                                                 nvlink_only)
+        return info
+
+    def issue_pieces(self, pipes: tuple[Pipe, ...], nbytes: float, start: float, pieces: int,
+                     finished: Callable[[float], Any]):
+        """Fine-grained reference: issue ``pieces`` equal parts, each when the first pipe is free again."""
+        env = self.env
+        part = nbytes / pieces
+        t = start
+        finish = start
+        for _ in range(pieces):
+            if t > env.now:
+                self.events += 1
+                yield env.timeout(t - env.now)
+            finish = reserve(pipes, part, max(t, env.now))
+            t = pipes[0].free_at
+        finished(finish)
+
+    # ------------------------------------------------------------------ records
+
+    def note_node(self, node: Node) -> None:
+        self.nodes.append(node)
+
+    def note_transfer(self, tr: Transfer) -> None:
+        self.transfers.append(tr)
+
+    # ------------------------------------------------------------------ run
+
+    def run(self) -> Outcome:
+        """Run every rank to its kernel end; raise if a rank never gets there (a hang)."""
+        finals = []
+        for rank in self.ranks:
+            launch = Node(rank.rank, 0.0, self.start_us, "launch", "kernel launch and start", None,
+                          what="")
+            finals.append(launch)
+            if self.record:
+                self.note_node(launch)
+            self.env.process(rank.process(self.start_us, launch))
+        self.events += len(self.ranks)
+        self.env.run()
+        stuck = [r.rank for r in self.ranks if r.final is None]
+        if stuck:
+            from collsim.errors import CollsimError
+
+            waiting = [key for key, loc in self.memory.locations.items() if loc.waiters]
+            raise CollsimError(
+                f"the simulated launch hangs: ranks {stuck} never reach the kernel end; polls still waiting on "
+                f"{[f'{b}@rank{r}[slot {s}, region {g}]' for b, r, s, g in waiting[:4]]} (no write ever satisfies "
+                "them; the verifier can show why)")
+        return Outcome([r.end for r in self.ranks], [r.final for r in self.ranks], self.events, self.nodes,
+                       self.transfers)
+
+
+def buffer_inits(program: Any) -> dict[str, Any]:
+    """Buffer name -> the polled word's initial value (0, or the sentinel for ``init="sentinel"``)."""
+    return {buf.name: (SENTINEL if buf.init == "sentinel" else 0) for buf in program.buffers}
