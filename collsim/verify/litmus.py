@@ -21,6 +21,12 @@ One test per line. Fields used (others are kept as metadata):
     outcome is ``expr`` for ``exists``/``~exists`` and ``~expr`` for
     ``forall``.
 
+Qualifiers: ``sem`` ``weak | relaxed | acquire | release | acq_rel`` (and
+``volatile`` = relaxed.sys, ``mmio`` = relaxed); strong operations without a
+scope get ``gpu`` (PTX's default for ``atom``/``red``). Fences: ``sc``,
+``acq_rel`` (``acquire``/``release``), and ``proxy.alias`` for
+``fence.proxy.alias``; other proxies are not modelled (UnsupportedError).
+
 Execution convention (as Dartagnan's, which produced the suite): only
 executions in which every thread finishes count. Loops are unrolled
 ``bound`` times (default 1); an execution that would need another iteration

@@ -185,13 +185,20 @@ class Encoding:
 
     Public API (all models)
     -----------------------
-    executed(eid) -> z3 Bool
+    executed(eid) -> z3 Bool              the event runs
+    writes(eid) -> z3 Bool                the event runs and writes
     read_value(eid) -> z3 term            value returned by a read / RMW
     written_value(eid) -> z3 term         value written by a W / RMW (or init:<loc>)
-    writes(eid) -> z3 Bool                the event executes and writes
-    rf_vars(read eid) -> dict write eid -> z3 Bool
+    rf_vars(read eid) -> {write eid: z3 Bool}   exactly one true when the read runs
+    rf(w, r) -> z3 Bool
     co(a, b) -> z3 Bool                   a before b in coherence order (same loc)
     final_value(loc) -> z3 term
+    writes_to(loc), reads_of(loc) -> list of eids
+    bar_sync_edges() -> {(b1, b2): term}  barrier synchronisation
+    decode(z3 model, extra) -> Witness
+
+    The PTX encoding adds ``fr``, ``obs``, ``hb`` and ``cause`` (terms);
+    the SC encoding adds ``position(eid)``.
     """
 
     model_name = "base"
