@@ -408,3 +408,20 @@ def test_rmw_with_custom_update_function():
                  sem="relaxed", scope="gpu")
     p = b.build()
     assert always(p, p.final_var("c") == 1).status == "unsat"
+
+
+def test_barrier_then_release_publishes_other_threads_writes():
+    # cumulativity: P0's data reaches P2 through P0 -bar-> P1 -release/acquire-> P2
+    b = ProgramBuilder()
+    b.thread("P0", cta=0)
+    b.thread("P1", cta=0)
+    b.thread("P2", cta=1)
+    b.st("P0", "data", 1)
+    b.bar("P0", instance=0)
+    b.bar("P1", instance=0)
+    b.st("P1", "flag", 1, sem="release", scope="gpu")
+    b.wait_until("P2", "flag", 1, sem="acquire", scope="gpu")
+    rd = b.ld("P2", "data")
+    p = b.build()
+    assert not reachable(p, p.value_var(rd) == 0)
+    assert reachable(p, p.value_var(rd) == 1)
