@@ -21,6 +21,8 @@ from collsim.cli import (  # noqa: F401  (imported for registration)
     emit_cmd,
     calibrate_cmd,
     report_cmd,
+    litmus_cmd,
+    explain_cmd,
 )
 
 __all__ = ["app", "main"]
