@@ -449,43 +449,54 @@ class Execution:
         self.nta_clock = clk
 
     # -- causality (vector clocks) -------------------------------------------------
-    def _is_sink(self, instr: Instr, seen_strong_read: bool) -> bool:
-        for e in instr.events:
-            if e.kind == "BAR":
-                return True
-            if self.model == "sc":
-                if e.is_read and e.strong:
-                    return True
-                continue
-            if e.kind == "F" and (seen_strong_read or e.sem == "sc"):
-                return True
-            if e.is_read and e.sem in _ACQ:
-                return True
-        return False
+    def _is_sink(self, e: Event, seen_strong_read: bool) -> bool:
+        """Can ``e`` end a synchronization (the last event of an acquire pattern, a barrier, a fence.sc)?"""
+        if e.kind == "BAR":
+            return True
+        if self.model == "sc":
+            return e.is_read and e.strong
+        if e.kind == "F":
+            return seen_strong_read or e.sem == "sc"
+        return e.is_read and e.sem in _ACQ
 
     def _build_causality(self) -> None:
+        """Vector clocks: ``V[e][u] = c`` means the first ``c`` instructions of thread ``u`` precede ``e``.
+
+        Clocks live at synchronization points (sink events). An event that is
+        not a sink sees the join of the sinks of earlier instructions: the
+        elements of one vector access are unordered, so a sibling element of
+        an acquire does not acquire.
+        """
         low = self.low
         T = self.n_threads
-        self.V: dict[tuple[int, int], list[Any]] = {}  # (thread, instr) of a sink -> clock per thread
-        self.sink_at: list[list[int]] = []  # per thread, per instr: index of the latest sink <= instr (-1: none)
+        self.V: dict[int, list[Any]] = {}  # sink event -> clock per thread
+        self.J: list[list[Any]] = []  # per thread, per instr: join of sinks in instructions <= instr
+        self.J_before: list[list[Any]] = []  # per thread, per instr: join of sinks in instructions < instr
+        zero = [z3.IntVal(0)] * T
         for t, thread in enumerate(low.threads):
-            latest = -1
-            at = []
-            prev_vec = None
+            prev = zero
+            joins, befores = [], []
             strong_read = False
             for instr in thread:
-                if self._is_sink(instr, strong_read):
-                    vec = [None if u == t else z3.Int(f"V_{t}_{instr.index}_{u}") for u in range(T)]
+                befores.append(prev)
+                sinks = [e for e in instr.events if self._is_sink(e, strong_read)]
+                if sinks:
+                    join = [None if u == t else z3.Int(f"J_{t}_{instr.index}_{u}") for u in range(T)]
+                    for e in sinks:
+                        vec = [None if u == t else z3.Int(f"V_{e.id}_{u}") for u in range(T)]
+                        self.V[e.id] = vec
+                        for u in range(T):
+                            if u != t:
+                                self.cons.append(vec[u] >= prev[u])
+                                self.cons.append(join[u] >= vec[u])
                     for u in range(T):
                         if u != t:
-                            self.cons.append(vec[u] >= (prev_vec[u] if prev_vec is not None else -1))
-                    self.V[(t, instr.index)] = vec
-                    prev_vec = vec
-                    latest = instr.index
+                            self.cons.append(join[u] >= prev[u])
+                    prev = join
+                joins.append(prev)
                 strong_read = strong_read or any(e.is_read and e.strong for e in instr.events)
-                at.append(latest)
-            self.sink_at.append(at)
-        # synchronization edges
+            self.J.append(joins)
+            self.J_before.append(befores)
         self._sync_cond: dict[tuple[int, int], list[Any]] = {}
         self._build_observation()
         if self.model == "ptx":
@@ -504,17 +515,20 @@ class Execution:
         self._causality_axioms()
 
     def v_in(self, e: Event, u: int) -> Any:
-        """How far into thread ``u`` the causal past of ``e`` reaches (an int term; -1: not at all)."""
-        k = self.sink_at[e.thread][e.instr]
-        if k < 0:
-            return z3.IntVal(-1)
-        return self.V[(e.thread, k)][u]
+        """How many leading instructions of thread ``u`` precede ``e`` in causality order (an int term)."""
+        if e.id in self.V:
+            return self.V[e.id][u]
+        return self.J_before[e.thread][e.instr][u]
 
     def v_out(self, a: Event, u: int) -> Any:
-        return z3.IntVal(a.instr) if u == a.thread else self.v_in(a, u)
+        """What a synchronization from ``a`` passes on about thread ``u``."""
+        if u == a.thread:
+            whole = len(self.low.threads[a.thread][a.instr].events) == 1
+            return z3.IntVal(a.instr + 1 if whole else a.instr)
+        return self.v_in(a, u)
 
     def _edge(self, a: Event, b: Event, cond: Any) -> None:
-        vec = self.V.get((b.thread, b.instr))
+        vec = self.V.get(b.id)
         if vec is None:
             raise AssertionError(f"sync target {b.label} is not a synchronization point")
         for u in range(self.n_threads):
@@ -625,7 +639,7 @@ class Execution:
                 self._sync_cond.setdefault((a.id, b.id), []).append(guard)
                 # Fence-SC: the fence order never contradicts causality
                 self.cons.append(z3.Implies(z3.And(z3.Not(before), self.exe(a), self.exe(b)),
-                                            self.v_in(b, a.thread) < a.instr))
+                                            self.v_in(b, a.thread) <= a.instr))
 
     def _barrier_edges(self) -> None:
         bars: dict[tuple, list[Event]] = {}
@@ -645,8 +659,8 @@ class Execution:
             return z3.BoolVal(False)
         v = self.v_in(y, x.thread)
         if z3.is_int_value(v):
-            return z3.BoolVal(x.instr <= v.as_long())
-        return z3.IntVal(x.instr) <= v
+            return z3.BoolVal(x.instr < v.as_long())
+        return z3.IntVal(x.instr) < v
 
     def _first_observer(self, x: Event, u: int) -> Any:
         """An int no larger than the index of any read in thread ``u`` that observes write ``x``."""
@@ -672,9 +686,9 @@ class Execution:
                 if u == y.thread or u == x.thread:
                     continue
                 v = self.v_in(y, u)
-                if z3.is_int_value(v) and v.as_long() < 0:
+                if z3.is_int_value(v) and v.as_long() <= 0:
                     continue
-                terms.append(self._first_observer(x, u) <= v)
+                terms.append(self._first_observer(x, u) < v)
             if y.is_mem and y.loc == x.loc:
                 for z in self.low.reads_at(x.loc):
                     if z.thread == y.thread and z.instr < y.instr and z.id != x.id:

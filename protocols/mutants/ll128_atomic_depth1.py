@@ -1,0 +1,18 @@
+"""mutant-ll128-atomic-depth1: the atomic result buffer is single-buffered."""
+from __future__ import annotations
+
+from protocols.ll128_atomic import LL128Atomic
+
+
+class LL128AtomicDepth1(LL128Atomic):
+    """ll128-atomic with ``depth=1``.
+
+    A peer that finished the current launch adds its next input into a
+    rank's result slot before that rank has read (and zeroed) the current
+    sum: the reader sees a sum mixed with the next launch's data, or its
+    zeroing wipes out an addition.
+    """
+
+    name = "mutant-ll128-atomic-depth1"
+    expected_violation = "early-overwrite"
+    default_params = {**LL128Atomic.default_params, "depth": 1}
