@@ -7,17 +7,35 @@ rows plus metadata) under ``reports/<scenario>/``. Both files are written to
 temporary names in the output directory and renamed into place, so a failed
 run never leaves partial output.
 
-The per-row loop is :func:`run_rows`; pass it any object with a
-``map(fn, iterable)`` method (a ``concurrent.futures`` executor, a Dask
-client wrapper) to run rows elsewhere.
+Rows run on an executor (:mod:`collsim.executors`): ``local`` (serial, the
+default), ``processes`` (a local process pool) or ``dask`` (a Dask cluster).
+The results are the same, byte for byte, whichever runs them: rows travel
+as plain specifications (a topology preset name or its document, the
+protocol, the model function by module and name) and each worker rebuilds
+and caches the topology once; records come back in row order.
+
+A row whose model raises is run once more; if it fails again it is left out
+of ``results.csv`` and listed under ``failed`` in ``results.json`` with its
+configuration and the error, and every other row is kept.
+
+A scenario with ``sweep:`` runs every row once per combination of the swept
+cost parameters; each parameter becomes a column of ``results.csv`` (after
+``op``), the combinations outermost in row order (last parameter fastest).
 """
 from __future__ import annotations
 
 import csv
+import dataclasses
+import hashlib
+import importlib
 import io
 import json
 import os
+import pickle
+import sys
 import tempfile
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -32,7 +50,10 @@ __all__ = [
     "FLOAT_FORMAT",
     "Row",
     "Skipped",
+    "Failed",
+    "TopologyRef",
     "RunOutput",
+    "result_columns",
     "expand_rows",
     "run_row",
     "run_rows",
@@ -81,9 +102,144 @@ FLOAT_FORMAT: dict[str, str] = {
 _DECIMALS = {key: int(fmt[3]) for key, fmt in FLOAT_FORMAT.items()}
 
 
+def result_columns(sweep_keys: Sequence[str] = ()) -> tuple[str, ...]:
+    """The columns of results.csv: :data:`COLUMNS`, with the swept parameters after ``op``."""
+    if not sweep_keys:
+        return COLUMNS
+    at = COLUMNS.index("op") + 1
+    return COLUMNS[:at] + tuple(sweep_keys) + COLUMNS[at:]
+
+
+# ---------------------------------------------------------------------------
+# shipping rows to workers
+
+
+@dataclass(frozen=True)
+class TopologyRef:
+    """How a worker rebuilds a scenario's topology: a preset name, or the topology document itself.
+
+    ``key`` is a digest of the content, so a worker that lives across runs
+    (a Dask cluster) never reuses a topology whose file has changed.
+    """
+
+    spec: Any
+    default_name: str | None = None
+    key: str = ""
+
+    @classmethod
+    def of(cls, spec: Any, default_name: str | None = None) -> "TopologyRef":
+        digest = hashlib.sha256(pickle.dumps((spec, default_name), protocol=4)).hexdigest()[:24]
+        return cls(spec, default_name, digest)
+
+    @classmethod
+    def for_scenario(cls, scenario: Any) -> "TopologyRef | None":
+        """The ref of ``scenario``'s topology, or ``None`` when it cannot be described as data."""
+        from collsim.topology import list_presets
+
+        spec = getattr(scenario, "topology_spec", None)
+        if isinstance(spec, Mapping):
+            return cls.of(dict(spec))
+        if not isinstance(spec, str):
+            return None
+        if spec in list_presets():
+            return cls.of(spec)
+        # A topology file: ship its content (workers need not see the file).
+        from collsim.yamlsource import load_yaml_with_lines
+
+        path = Path(spec)
+        source = getattr(scenario, "source", None)
+        if source and spec.endswith((".yaml", ".yml")) and (Path(source).parent / spec).exists():
+            path = Path(source).parent / spec
+        if not path.is_file():
+            return None
+        data, _ = load_yaml_with_lines(str(path), spec)
+        return cls.of(data, os.path.splitext(os.path.basename(spec))[0])
+
+    def load(self) -> Any:
+        """Build the topology (uncached)."""
+        if isinstance(self.spec, str):
+            from collsim.topology import load_topology
+
+            return load_topology(self.spec)
+        from collsim.topology.build import build_topology
+
+        if self.default_name is None:
+            return build_topology(self.spec)
+        return build_topology(self.spec, default_name=self.default_name)
+
+
+#: Topologies built in this process, by :attr:`TopologyRef.key` (most recent last).
+_TOPOLOGIES: "OrderedDict[str, Any]" = OrderedDict()
+_TOPOLOGY_CACHE_SIZE = 16
+_cache_lock = threading.Lock()
+#: Model functions found by (module, qualified name) in this process.
+_MODEL_FNS: dict[tuple[str, str], Any] = {}
+
+
+def cached_topology(ref: TopologyRef) -> Any:
+    """The topology ``ref`` describes, built once per process."""
+    with _cache_lock:
+        found = _TOPOLOGIES.get(ref.key)
+        if found is None:
+            found = ref.load()
+            _TOPOLOGIES[ref.key] = found
+            while len(_TOPOLOGIES) > _TOPOLOGY_CACHE_SIZE:
+                _TOPOLOGIES.popitem(last=False)
+        else:
+            _TOPOLOGIES.move_to_end(ref.key)
+        return found
+
+
+def _model_ref(name: str) -> tuple[str, str] | None:
+    """``(module, qualified name)`` of model ``name``'s function, if a worker can import it from there."""
+    try:
+        _, fn = get_model(name)
+    except InputError:
+        return None
+    module, qualname = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
+    if not module or "<" in qualname or module == "__main__":
+        return None
+    obj: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+    return (module, qualname) if obj is fn else None
+
+
+def _model_fn(name: str, ref: tuple[str, str] | None) -> Any:
+    """The function to run for model ``name``: the one the parent process had registered, else the registry's."""
+    if ref is not None:
+        fn = _MODEL_FNS.get(ref)
+        if fn is None:
+            try:
+                obj: Any = importlib.import_module(ref[0])
+                for part in ref[1].split("."):
+                    obj = getattr(obj, part)
+            except (ImportError, AttributeError):
+                obj = None
+            if callable(obj):
+                fn = _MODEL_FNS[ref] = obj
+        if fn is not None:
+            return fn
+    return get_model(name)[1]
+
+
+def _restore_row(state: dict[str, Any]) -> "Row":
+    """Unpickle a :class:`Row` on a worker: rebuild its topology from the ref (cached)."""
+    ref = state.get("topology_ref")
+    if state.get("topology") is None and ref is not None:
+        state["topology"] = cached_topology(ref)
+    return Row(**state)
+
+
 @dataclass(frozen=True)
 class Row:
-    """One measurement to take: a fully resolved AllReduce configuration plus its model."""
+    """One measurement to take: a fully resolved AllReduce configuration plus its model.
+
+    Rows pickle as specifications, not live objects: the topology as its
+    :class:`TopologyRef` (rebuilt once per worker process), the model
+    function by module and name (so a model registered by the caller's own
+    code runs on workers that can import it).
+    """
 
     topology: Any
     ranks: int
@@ -97,6 +253,30 @@ class Row:
     elem_bytes: int = 4
     op: str = "sum"
     costs: Mapping[str, Any] = field(default_factory=dict)
+    sweep: tuple[tuple[str, Any], ...] = ()
+    topology_ref: TopologyRef | None = field(default=None, compare=False, repr=False)
+    model_ref: tuple[str, str] | None = field(default=None, compare=False, repr=False)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        state = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if self.topology_ref is not None:
+            state["topology"] = None
+        if state["model_ref"] is None:
+            state["model_ref"] = _model_ref(self.model)
+        state["costs"] = dict(self.costs)
+        return (_restore_row, (state,))
+
+    def identity(self) -> dict[str, Any]:
+        """The configuration as plain data (for failure reports)."""
+        return {
+            "topology": getattr(self.topology, "name", str(self.topology)),
+            "ranks": self.ranks,
+            "algorithm": self.algorithm,
+            "protocol": getattr(self.protocol, "name", str(self.protocol)),
+            "launch": self.launch,
+            "size_bytes": self.size_bytes,
+            **dict(self.sweep),
+        }
 
     def request(self, timeline: bool = False) -> SimRequest:
         """The :class:`SimRequest` a model takes for this row."""
@@ -136,6 +316,28 @@ class Skipped:
         }
 
 
+@dataclass(frozen=True)
+class Failed:
+    """A row whose model raised twice: its configuration, the error and the attempts made."""
+
+    config: tuple[tuple[str, Any], ...]
+    error: str
+    attempts: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dict(self.config), "error": self.error, "attempts": self.attempts}
+
+    def label(self) -> str:
+        """``ll/ring/8 ranks/graph/16 B`` plus any sweep values."""
+        c = dict(self.config)
+        text = f"{c['protocol']}/{c['algorithm']}/{c['ranks']} ranks/{c['launch']}/{c['size_bytes']} B"
+        extra = [f"{k}={v}" for k, v in self.config if k not in _IDENTITY]
+        return text + (f" ({', '.join(extra)})" if extra else "")
+
+
+_IDENTITY = ("topology", "ranks", "algorithm", "protocol", "launch", "size_bytes")
+
+
 @dataclass
 class RunOutput:
     """What :func:`run_scenario` produced (also available as a DataFrame)."""
@@ -145,9 +347,15 @@ class RunOutput:
     records: list[dict[str, Any]]
     skipped: list[Skipped]
     out_dir: Path | None = None
+    failed: list[Failed] = field(default_factory=list)
+    executor: str = "local"
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return result_columns(getattr(self.scenario, "sweep_keys", ()))
 
     def frame(self) -> Any:
-        return records_frame(self.records)
+        return records_frame(self.records, self.columns)
 
 
 def _gpu_label(topo: Any, ranks: int) -> str:
@@ -160,44 +368,58 @@ def _gpu_label(topo: Any, ranks: int) -> str:
 
 
 def expand_rows(scenario: Any, model: str | None = None) -> tuple[list[Row], list[Skipped]]:
-    """Every row of ``scenario`` in run order (ranks, algorithm, protocol, launch, size), and what is skipped.
+    """Every row of ``scenario`` in run order, and what is skipped.
 
-    Combinations a protocol has no program for (an algorithm outside
-    ``protocol.algorithms``, fewer than 2 ranks) become :class:`Skipped`
-    entries with the reason.
+    Run order: sweep combination (if any), ranks, algorithm, protocol,
+    launch, size. Combinations a protocol has no program for (an algorithm
+    outside ``protocol.algorithms``, fewer than 2 ranks) become
+    :class:`Skipped` entries with the reason (``rows`` counts every sweep
+    combination).
     """
     from collsim.models import resolve_protocol
 
     model_name, _ = get_model(model if model is not None else scenario.model)
     protocols = [resolve_protocol(name) for name in scenario.protocols]
+    points_of = getattr(scenario, "sweep_points", None)
+    points = points_of() if callable(points_of) else [()]
+    ref = TopologyRef.for_scenario(scenario)
+    model_ref = _model_ref(model_name)
     rows: list[Row] = []
     skipped: list[Skipped] = []
-    per_combo = len(scenario.sizes) * len(scenario.launch)
+    per_combo = len(scenario.sizes) * len(scenario.launch) * len(points)
+    runnable = []
     for n in scenario.ranks:
         for algorithm in scenario.algorithms:
             for proto in protocols:
                 why = unsupported_reason(proto, algorithm, n)
                 if why:
                     skipped.append(Skipped(n, algorithm, proto.name, why, per_combo))
-                    continue
-                for launch in scenario.launch:
-                    for size in scenario.sizes:
-                        rows.append(
-                            Row(
-                                topology=scenario.topology,
-                                ranks=n,
-                                algorithm=algorithm,
-                                protocol=proto,
-                                launch=launch,
-                                size_bytes=size,
-                                model=model_name,
-                                channels=scenario.channels,
-                                dtype=scenario.dtype,
-                                elem_bytes=scenario.elem_bytes,
-                                op=scenario.op,
-                                costs=scenario.costs,
-                            )
+                else:
+                    runnable.append((n, algorithm, proto))
+    for point in points:
+        costs = scenario.costs_for(point) if point else scenario.costs
+        for n, algorithm, proto in runnable:
+            for launch in scenario.launch:
+                for size in scenario.sizes:
+                    rows.append(
+                        Row(
+                            topology=scenario.topology,
+                            ranks=n,
+                            algorithm=algorithm,
+                            protocol=proto,
+                            launch=launch,
+                            size_bytes=size,
+                            model=model_name,
+                            channels=scenario.channels,
+                            dtype=scenario.dtype,
+                            elem_bytes=scenario.elem_bytes,
+                            op=scenario.op,
+                            costs=costs,
+                            sweep=point,
+                            topology_ref=ref,
+                            model_ref=model_ref,
                         )
+                    )
     return rows, skipped
 
 
@@ -207,7 +429,7 @@ def run_row(row: Row) -> dict[str, Any]:
     A model that cannot cost the row raises :class:`UnsupportedError`; the
     record then carries ``latency_us = None`` and the reason in ``note``.
     """
-    _, fn = get_model(row.model)
+    fn = _model_fn(row.model, row.model_ref)
     base = {
         "topology": row.topology.name,
         "gpu": _gpu_label(row.topology, row.ranks),
@@ -219,6 +441,7 @@ def run_row(row: Row) -> dict[str, Any]:
         "count": row.size_bytes // row.elem_bytes,
         "dtype": row.dtype,
         "op": row.op,
+        **dict(row.sweep),
     }
     try:
         result = fn(row.request())
@@ -240,30 +463,83 @@ def run_row(row: Row) -> dict[str, Any]:
     }
 
 
+def _failed_record(row: Row, error: str, attempts: int) -> dict[str, Any]:
+    """The record of a row that failed: no numbers, the error in ``note``, ``error``/``attempts`` keys."""
+    base = {key: None for key in COLUMNS}
+    base.update(
+        {
+            "topology": getattr(row.topology, "name", None),
+            "ranks": row.ranks,
+            "algorithm": row.algorithm,
+            "protocol": getattr(row.protocol, "name", None),
+            "launch": row.launch,
+            "size_bytes": row.size_bytes,
+            "count": row.size_bytes // row.elem_bytes,
+            "dtype": row.dtype,
+            "op": row.op,
+            **dict(row.sweep),
+            "model": row.model,
+            "events": 0,
+            "note": f"failed: {error}",
+            "error": error,
+            "attempts": attempts,
+        }
+    )
+    return base
+
+
 def run_rows(
     rows: Sequence[Row],
     executor: Any = None,
     on_result: Callable[[dict[str, Any]], None] | None = None,
+    *,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    retries: int = 1,
 ) -> list[dict[str, Any]]:
-    """Cost ``rows`` in order and return their records.
+    """Cost ``rows`` and return their records, in row order whatever the executor.
 
     Parameters
     ----------
     rows : sequence of Row
-    executor : object with ``map(fn, iterable)``, optional
-        Where to run :func:`run_row`; ``None`` runs in this process. Results
-        come back in row order either way.
+    executor : str or object, optional
+        ``"local"`` (``None``, the default), ``"processes"``, ``"dask"``, an
+        executor from :func:`collsim.executors.open_executor`, or any object
+        it accepts (a ``concurrent.futures`` executor, a Dask client).
     on_result : callable, optional
-        Called with each record as it arrives (progress bars).
+        Called with each record as it arrives (completion order; progress bars).
+    workers, scheduler : optional
+        See :func:`collsim.executors.open_executor`.
+    retries : int
+        Extra attempts for a row whose model raised (default 1).
+
+    Returns
+    -------
+    list of dict
+        One record per row. A row that kept failing has ``latency_us`` None,
+        ``note`` ``"failed: <error>"`` and ``error``/``attempts`` keys.
     """
-    results: Iterable[dict[str, Any]]
-    results = map(run_row, rows) if executor is None else executor.map(run_row, rows)
-    out = []
-    for record in results:
-        out.append(record)
+    from collsim.executors import map_tasks
+
+    def record_of(outcome: Any) -> dict[str, Any]:
+        if outcome.ok:
+            return outcome.value
+        return _failed_record(outcome.item, outcome.error, outcome.attempts)
+
+    def progress(outcome: Any) -> None:
         if on_result is not None:
-            on_result(record)
-    return out
+            on_result(record_of(outcome))
+
+    outcomes = map_tasks(
+        run_row,
+        rows,
+        executor if executor is not None else "local",
+        progress=progress,
+        workers=workers,
+        scheduler=scheduler,
+        retries=retries,
+    )
+    return [record_of(outcome) for outcome in outcomes]
 
 
 def _fmt(key: str, value: Any) -> str:
@@ -274,20 +550,20 @@ def _fmt(key: str, value: Any) -> str:
     return str(value)
 
 
-def format_csv(records: Iterable[Mapping[str, Any]]) -> str:
+def format_csv(records: Iterable[Mapping[str, Any]], columns: Sequence[str] = COLUMNS) -> str:
     """results.csv as text: fixed column order and float precision, ``\\n`` line ends."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(COLUMNS)
+    writer.writerow(columns)
     for record in records:
-        writer.writerow([_fmt(key, record.get(key)) for key in COLUMNS])
+        writer.writerow([_fmt(key, record.get(key)) for key in columns])
     return buf.getvalue()
 
 
-def _rounded(record: Mapping[str, Any]) -> dict[str, Any]:
+def _rounded(record: Mapping[str, Any], columns: Sequence[str] = COLUMNS) -> dict[str, Any]:
     return {
         key: (round(record[key], _DECIMALS[key]) if key in _DECIMALS and record.get(key) is not None else record.get(key))
-        for key in COLUMNS
+        for key in columns
     }
 
 
@@ -304,10 +580,20 @@ def _jsonable(value: Any) -> Any:
 
 
 def format_json(
-    scenario: Any, model: str, records: Sequence[Mapping[str, Any]], skipped: Sequence[Skipped]
+    scenario: Any,
+    model: str,
+    records: Sequence[Mapping[str, Any]],
+    skipped: Sequence[Skipped],
+    failed: Sequence[Failed] = (),
 ) -> str:
-    """results.json as text: metadata plus the rows (same precision as the CSV), no timestamps."""
+    """results.json as text: metadata plus the rows (same precision as the CSV), no timestamps.
+
+    ``failed`` lists the rows whose model kept raising (configuration,
+    ``error``, ``attempts``); nothing in the file says where rows ran.
+    """
     from collsim import __version__
+
+    columns = result_columns(getattr(scenario, "sweep_keys", ()))
 
     topo = scenario.topology
     try:
@@ -320,9 +606,10 @@ def format_json(
         "topology": {"name": topo.name, "num_gpus": topo.num_gpus, "summary": _jsonable(summary)},
         "model": model,
         "costs": _jsonable(dict(scenario.costs)),
-        "columns": list(COLUMNS),
+        "columns": list(columns),
         "skipped": [s.to_dict() for s in skipped],
-        "rows": [_rounded(r) for r in records],
+        "failed": [_jsonable(f.to_dict()) for f in failed],
+        "rows": [_rounded(r, columns) for r in records],
     }
     return json.dumps(doc, indent=2) + "\n"
 
@@ -390,18 +677,25 @@ def execute(
     progress: bool = False,
     write: bool = True,
     executor: Any = None,
+    *,
+    workers: int | None = None,
+    scheduler: str | None = None,
 ) -> RunOutput:
-    """Load, expand, run and (optionally) write a scenario; the CLI and :func:`run_scenario` share it."""
+    """Load, expand, run and (optionally) write a scenario; the CLI and :func:`run_scenario` share it.
+
+    ``executor``, ``workers`` and ``scheduler`` say where rows run (see
+    :func:`collsim.executors.open_executor`); the results do not depend on it.
+    """
+    from collsim.executors import open_executor
     from collsim.scenario import load_scenario
+    from collsim.scenario.loader import check_costs
 
     if model is not None:
         get_model(model)  # an unknown --model is reported before the file is read
     scenario = load_scenario(source, model=model)
     model_name, _ = get_model(model if model is not None else scenario.model)
-    if model is not None and scenario.costs:
-        from collsim.models import validate_costs
-
-        validate_costs(model_name, scenario.costs)  # a Scenario passed in was checked for another model
+    if model is not None:
+        check_costs(scenario, model_name)  # a Scenario passed in was checked for another model
     rows, skipped = expand_rows(scenario, model_name)
     if not rows:
         reasons = sorted({s.reason for s in skipped})
@@ -409,31 +703,38 @@ def execute(
             "nothing to run: every combination is unsupported (" + "; ".join(reasons) + ")",
             file=scenario.source,
         )
-    with rich_progress(len(rows), f"{scenario.name} ({model_name})", enabled=progress) as on_result:
-        records = run_rows(rows, executor=executor, on_result=on_result)
-    unsupported = [r for r in records if r["latency_us"] is None]
+    with open_executor(executor, workers=workers, scheduler=scheduler) as where:
+        with rich_progress(len(rows), f"{scenario.name} ({model_name})", enabled=progress) as on_result:
+            records = run_rows(rows, executor=where, on_result=on_result)
+        label = where.describe()
+    failed = [
+        Failed(tuple((k, r[k]) for k in _IDENTITY + scenario.sweep_keys), r["error"], r["attempts"])
+        for r in records
+        if "error" in r
+    ]
+    unsupported = [r for r in records if r["latency_us"] is None and "error" not in r]
     records = [r for r in records if r["latency_us"] is not None]
     for r in unsupported:
         skipped.append(Skipped(r["ranks"], r["algorithm"], r["protocol"], r["note"].removeprefix("skipped: ")))
-    result = RunOutput(scenario, model_name, records, skipped)
+    result = RunOutput(scenario, model_name, records, skipped, failed=failed, executor=label)
     if write:
         out_dir = Path(out) if out is not None else scenario.output
         write_results(
             out_dir,
             {
-                "results.csv": format_csv(records),
-                "results.json": format_json(scenario, model_name, records, skipped),
+                "results.csv": format_csv(records, result.columns),
+                "results.json": format_json(scenario, model_name, records, skipped, failed),
             },
         )
         result.out_dir = out_dir
     return result
 
 
-def records_frame(records: Sequence[Mapping[str, Any]]) -> Any:
+def records_frame(records: Sequence[Mapping[str, Any]], columns: Sequence[str] = COLUMNS) -> Any:
     """The records as a pandas DataFrame with the CSV's columns."""
     import pandas as pd
 
-    return pd.DataFrame([{key: r.get(key) for key in COLUMNS} for r in records], columns=list(COLUMNS))
+    return pd.DataFrame([{key: r.get(key) for key in columns} for r in records], columns=list(columns))
 
 
 def run_scenario(
@@ -442,6 +743,9 @@ def run_scenario(
     model: str | None = None,
     progress: bool = False,
     write: bool = True,
+    executor: Any = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
 ) -> Any:
     """Run a scenario and return its rows as a :class:`pandas.DataFrame`.
 
@@ -457,17 +761,27 @@ def run_scenario(
         Show a progress bar on stderr.
     write : bool
         Write results.csv and results.json (default ``True``).
+    executor : str or object, optional
+        Where rows run: ``"local"`` (default), ``"processes"``, ``"dask"``, or
+        an executor object (see :func:`collsim.executors.open_executor`).
+    workers : int, optional
+        Worker processes (``processes``; ``dask`` without ``scheduler``).
+    scheduler : str, optional
+        Address of a running Dask scheduler, ``tcp://HOST:8786``.
 
     Returns
     -------
     pandas.DataFrame
-        One row per configuration, columns :data:`COLUMNS`. ``df.attrs``
-        holds ``scenario``, ``model``, ``skipped`` and ``out_dir``.
+        One row per configuration, columns :data:`COLUMNS` (plus one per swept
+        parameter, after ``op``). ``df.attrs`` holds ``scenario``, ``model``,
+        ``skipped``, ``failed`` (rows whose model kept raising) and ``out_dir``.
     """
-    result = execute(path_or_model, out=out, model=model, progress=progress, write=write)
+    result = execute(path_or_model, out=out, model=model, progress=progress, write=write,
+                     executor=executor, workers=workers, scheduler=scheduler)
     frame = result.frame()
     frame.attrs["scenario"] = result.scenario.name
     frame.attrs["model"] = result.model
     frame.attrs["skipped"] = [s.to_dict() for s in result.skipped]
+    frame.attrs["failed"] = [f.to_dict() for f in result.failed]
     frame.attrs["out_dir"] = str(result.out_dir) if result.out_dir is not None else None
     return frame

@@ -7,17 +7,19 @@ set, the valid choices::
 """
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable, Mapping
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from collsim.errors import InputError
-from collsim.scenario.spec import FIELD_HELP, Scenario, ScenarioFile
+from collsim.scenario.spec import FIELD_HELP, Scenario, ScenarioFile, apply_cost
 
-__all__ = ["load_scenario", "scenario_from_dict"]
+__all__ = ["load_scenario", "scenario_from_dict", "parse_sweep_range", "check_costs"]
 
 LineOf = Callable[[tuple[Any, ...]], "int | None"]
 
@@ -38,7 +40,16 @@ _EXPECT = {
     "model": "a model name",
     "output": "a directory path",
     "costs": "a mapping of cost parameters",
+    "sweep": "a mapping of cost parameters to lists or ranges of values",
 }
+
+#: Most combinations a ``sweep:`` may ask for.
+MAX_SWEEP_POINTS = 10_000
+
+_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+_SWEEP_RANGE = re.compile(
+    rf"^\s*(?P<start>{_NUM})\s*\.\.\s*(?P<end>{_NUM})\s*(?:(?P<kind>[x*+])\s*(?P<step>{_NUM}))?\s*$"
+)
 
 
 def _field_name(path: tuple[Any, ...]) -> str:
@@ -204,10 +215,6 @@ def scenario_from_dict(
     except ValidationError as err:
         raise _from_validation(err, data, where) from None
 
-    if spec.sweep is not None:
-        raise where.error(("sweep",), "sweep is not supported yet; list several values in ranks, sizes, "
-                          "algorithms, protocols or launch instead")
-
     name = spec.name if spec.name is not None else (default_name or "scenario")
     if not _NAME_RE.match(name):
         raise where.error(("name",), f"name {name!r} must be letters, digits, '.', '_' or '-' (it names a directory)")
@@ -244,6 +251,8 @@ def scenario_from_dict(
         except InputError as err:
             raise where.attach(err, ("costs",)) from None
 
+    sweep = _parse_sweep(where, spec.sweep, costs, model if model is not None else spec.model)
+
     topology = _resolve_topology(spec.topology, base_dir, where)
     for n in ranks:
         if n > topology.num_gpus:
@@ -271,6 +280,7 @@ def scenario_from_dict(
         costs=costs,
         description=spec.description,
         source=file,
+        sweep=sweep,
     )
 
 
@@ -334,4 +344,166 @@ def load_scenario(source: str | Path | Mapping[str, Any] | Scenario, *, model: s
         raise InputError("the scenario file is empty", file=str(path))
     return scenario_from_dict(
         data, file=str(path), line_of=line_of, default_name=path.stem, base_dir=path.parent, model=model
+    )
+
+
+# ---------------------------------------------------------------------------
+# sweep:
+
+
+def parse_sweep_range(text: str) -> list[int | float]:
+    """Expand a sweep range ``START..END +STEP`` or ``START..END xFACTOR`` (``+1`` for whole numbers).
+
+    Steps are exact decimals, so ``0.05..0.2 +0.05`` ends at 0.2, not 0.15000000000000002.
+    Whole-number ranges give ints, others floats.
+
+    >>> parse_sweep_range("0.05..0.2 +0.05")
+    [0.05, 0.1, 0.15, 0.2]
+    >>> parse_sweep_range("1..16 x2"), parse_sweep_range("2..4")
+    ([1, 2, 4, 8, 16], [2, 3, 4])
+    """
+    match = _SWEEP_RANGE.match(text)
+    if not match:
+        raise InputError(f"cannot read range {text!r}; write e.g. '0.05..0.2 +0.05', '1..16 x2' or '2..8'")
+    try:
+        start, end = Decimal(match["start"]), Decimal(match["end"])
+        step = Decimal(match["step"]) if match["step"] else None
+    except InvalidOperation:  # pragma: no cover - the pattern admits decimals only
+        raise InputError(f"cannot read range {text!r}") from None
+    whole = all(
+        part is None or re.fullmatch(r"[-+]?\d+", part) for part in (match["start"], match["end"], match["step"])
+    )
+    kind = match["kind"] or "+"
+    if step is None:
+        if not whole:
+            raise InputError(f"range {text!r} needs a step, e.g. '{match['start']}..{match['end']} +0.1'")
+        step = Decimal(1)
+    if end < start:
+        raise InputError(f"range {text!r} ends before it starts")
+    if kind == "+" and step <= 0:
+        raise InputError(f"range step must be positive, got {match['step']!r} in {text!r}")
+    if kind in "x*" and (step <= 1 or start <= 0):
+        raise InputError(f"a 'x' range needs a start above 0 and a factor above 1, got {text!r}")
+    values: list[Decimal] = []
+    value = start
+    while value <= end:
+        values.append(value)
+        if len(values) > MAX_SWEEP_POINTS:
+            raise InputError(f"range {text!r} has more than {MAX_SWEEP_POINTS} values")
+        value = value + step if kind == "+" else value * step
+    if whole:
+        return [int(v) for v in values]
+    return [float(v) for v in values]
+
+
+def _sweep_values(where: _Where, key: str, raw: Any) -> list[tuple[Any, tuple[Any, ...]]]:
+    """``[(value, path of the item that gave it), ...]`` for one sweep entry, without repeats."""
+    items = raw if isinstance(raw, list) else [raw]
+    if not items:
+        raise where.error(("sweep", key), "empty list: give the values to sweep")
+    out: list[tuple[Any, tuple[Any, ...]]] = []
+    seen: list[Any] = []
+    for i, item in enumerate(items):
+        path = ("sweep", key, i) if isinstance(raw, list) else ("sweep", key)
+        if isinstance(item, str) and ".." in item:
+            try:
+                values: list[Any] = list(parse_sweep_range(item))
+            except InputError as err:
+                raise where.error(path, err.message) from None
+        elif item is None or isinstance(item, (Mapping, list, tuple)):
+            raise where.error(path, f"expected a value or a range such as '0.05..0.2 +0.05', got {item!r}")
+        else:
+            values = [item]
+        for value in values:
+            if not any(value == old and type(value) is type(old) for old in seen):
+                seen.append(value)
+                out.append((value, path))
+    return out
+
+
+def _parse_sweep(
+    where: _Where, raw: Any, costs: Mapping[str, Any], model: str | None
+) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    """Check ``sweep:``; every value, and every combination, is checked by ``model``."""
+    from collsim.models import validate_costs
+    from collsim.results import COLUMNS
+
+    if raw is None:
+        return ()
+    if not isinstance(raw, Mapping) or not raw:
+        raise where.error(
+            ("sweep",),
+            f"expected {_EXPECT['sweep']}, e.g. {{hop_latency_us: [0.2, 0.3], poll_period_us: '0.05..0.2 +0.05'}}, "
+            f"got {raw!r}",
+        )
+    out: list[tuple[str, tuple[Any, ...]]] = []
+    points = 1
+    for key, value in raw.items():
+        if not isinstance(key, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*", key):
+            raise where.error(("sweep", key), f"a sweep key is a cost parameter name (a.b for a table entry), got {key!r}")
+        if key in COLUMNS:
+            raise where.error(("sweep", key), f"{key!r} is a results column, not a cost parameter")
+        values = _sweep_values(where, key, value)
+        for item, path in values:
+            trial = copy.deepcopy(dict(costs))
+            apply_cost(trial, key, item)
+            try:
+                validate_costs(model, trial)
+            except InputError as err:
+                at = ("sweep", key) if err.choices and "unknown" in err.message else path
+                raise where.error(at, err.message, err.choices) from None
+        out.append((key, tuple(v for v, _ in values)))
+        points *= len(values)
+        if points > MAX_SWEEP_POINTS:
+            raise where.error(("sweep",), f"the sweep has more than {MAX_SWEEP_POINTS} combinations")
+    sweep = tuple(out)
+    _check_points(costs, sweep, model, lambda message: where.error(("sweep",), message))
+    return sweep
+
+
+def _check_points(
+    costs: Mapping[str, Any],
+    sweep: tuple[tuple[str, tuple[Any, ...]], ...],
+    model: str | None,
+    error: Callable[[str], InputError],
+) -> None:
+    """Check ``costs`` with every sweep combination applied (just ``costs`` without a sweep)."""
+    import itertools
+
+    from collsim.models import validate_costs
+
+    keys = [key for key, _ in sweep]
+    for values in itertools.product(*(vals for _, vals in sweep)):
+        trial = copy.deepcopy(dict(costs))
+        for key, value in zip(keys, values):
+            apply_cost(trial, key, value)
+        try:
+            validate_costs(model, trial)
+        except InputError as err:
+            point = ", ".join(f"{k}={v!r}" for k, v in zip(keys, values))
+            message = f"{err.field}: {err.message}" if err.field else err.message
+            raise error(f"with {point}: {message}" if point else message) from None
+
+
+def check_costs(scenario: Scenario, model: str | None) -> None:
+    """Check a loaded scenario's ``costs`` and every sweep combination against ``model``.
+
+    For a scenario checked when loaded for another model (``--model`` given
+    with a :class:`Scenario` object).
+    """
+    if not scenario.costs and not scenario.sweep:
+        return
+    if not scenario.sweep:
+        from collsim.models import validate_costs
+
+        try:
+            validate_costs(model, scenario.costs)
+        except InputError as err:
+            raise InputError(err.message, file=scenario.source, field=err.field, choices=err.choices) from None
+        return
+    _check_points(
+        scenario.costs,
+        scenario.sweep,
+        model,
+        lambda message: InputError(message, file=scenario.source, field="sweep"),
     )

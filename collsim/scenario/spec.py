@@ -1,13 +1,15 @@
 """The shape of a scenario file (pydantic) and the resolved :class:`Scenario`."""
 from __future__ import annotations
 
+import copy
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, StrictFloat, StrictInt
 
-__all__ = ["ScenarioFile", "Scenario", "FIELD_HELP"]
+__all__ = ["ScenarioFile", "Scenario", "FIELD_HELP", "apply_cost"]
 
 Number = StrictInt | StrictFloat | str
 
@@ -50,7 +52,8 @@ FIELD_HELP: dict[str, str] = {
     "model": "performance model (default: the registry's default)",
     "output": "output directory (default: reports/<name>)",
     "costs": "cost-parameter overrides, checked by the model",
-    "sweep": "reserved; not supported yet",
+    "sweep": "cost parameters to sweep, each a list or a range such as '0.05..0.2 +0.05'; one result set per "
+    "combination, as extra columns of the same results.csv",
 }
 
 
@@ -78,6 +81,9 @@ class Scenario:
     description : str or None
     source : str or None
         The file it came from.
+    sweep : tuple of (str, tuple)
+        ``(parameter, values)`` pairs in file order; empty without a ``sweep:``.
+        A parameter ``a.b`` sets entry ``b`` of the table ``a``.
     """
 
     name: str
@@ -97,6 +103,32 @@ class Scenario:
     costs: dict[str, Any] = field(default_factory=dict)
     description: str | None = None
     source: str | None = None
+    sweep: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+
+    @property
+    def sweep_keys(self) -> tuple[str, ...]:
+        """The swept parameters, in file order (also the extra result columns)."""
+        return tuple(key for key, _ in self.sweep)
+
+    def sweep_points(self) -> list[tuple[tuple[str, Any], ...]]:
+        """Every combination of the swept values, ``((key, value), ...)``; ``[()]`` without a sweep.
+
+        The last parameter varies fastest:
+
+        >>> s = Scenario("s", None, "t", (2,), (8,), (), (), (), None, "float32", 4, "sum", None, Path("r"),
+        ...              sweep=(("a", (1, 2)), ("b", (0.5, 1.0))))
+        >>> s.sweep_points()
+        [(('a', 1), ('b', 0.5)), (('a', 1), ('b', 1.0)), (('a', 2), ('b', 0.5)), (('a', 2), ('b', 1.0))]
+        """
+        keys = self.sweep_keys
+        return [tuple(zip(keys, values)) for values in itertools.product(*(vals for _, vals in self.sweep))]
+
+    def costs_for(self, point: tuple[tuple[str, Any], ...] = ()) -> dict[str, Any]:
+        """``costs`` with one sweep point applied (see :func:`apply_cost`)."""
+        costs = copy.deepcopy(self.costs)
+        for key, value in point:
+            apply_cost(costs, key, value)
+        return costs
 
     def to_dict(self) -> dict[str, Any]:
         """The scenario as plain data, with every list expanded (for results.json)."""
@@ -115,4 +147,32 @@ class Scenario:
             "op": self.op,
             "model": self.model,
             "costs": self.costs,
+            **({"sweep": {key: list(values) for key, values in self.sweep}} if self.sweep else {}),
         }
+
+
+def apply_cost(costs: dict[str, Any], key: str, value: Any) -> None:
+    """Set cost parameter ``key`` to ``value`` in ``costs`` (in place).
+
+    A plain name replaces that parameter. ``a.b`` sets entry ``b`` of table
+    ``a`` (``{"a": {"b": value}}``, merged with what ``costs`` already says
+    about ``a``), the form both models take for one entry of a table; a key
+    ``costs`` already holds as written is replaced as is.
+
+    >>> c = {"base_latency_us": {"ll": 6.0}}
+    >>> apply_cost(c, "base_latency_us.ll128", 12.0); c
+    {'base_latency_us': {'ll': 6.0, 'll128': 12.0}}
+    >>> apply_cost(c, "poll_period_us", 0.1); c["poll_period_us"]
+    0.1
+    """
+    if key in costs:  # written the same way under costs: replace it there
+        costs[key] = value
+        return
+    parts = key.split(".")
+    node = costs
+    for part in parts[:-1]:
+        inner = node.get(part)
+        if not isinstance(inner, dict):
+            inner = node[part] = {}
+        node = inner
+    node[parts[-1]] = value

@@ -1,0 +1,601 @@
+"""Where tasks run: serially, on a local process pool, or on a Dask cluster.
+
+:func:`map_tasks` applies a function to a list of items and returns one
+:class:`TaskOutcome` per item, **in item order**, whichever executor ran them:
+
+``local``
+    In this process, one item after the other (the default).
+``processes``
+    A local pool of worker processes (``concurrent.futures`` with the
+    ``spawn`` start method, so it behaves the same on every platform).
+``dask``
+    A ``dask.distributed`` cluster: the scheduler at ``scheduler``
+    (``tcp://HOST:PORT``), or, without an address, a ``LocalCluster`` of
+    ``workers`` single-threaded worker processes on 127.0.0.1, started for
+    the call and closed after it.
+
+Rules every executor follows, so results do not depend on where tasks ran:
+
+* ``fn`` and the items travel by pickle: ``fn`` must be a module-level
+  function (pickled by reference, so workers must be able to import its
+  module) and items plain data or objects that pickle themselves.
+* An item whose call raises is run once more (``retries=1``); if it fails
+  again its outcome carries the error text (``"ValueError: ..."``) and the
+  number of attempts, and every other item's result is kept.
+* ``progress`` hears about every item as it finishes (completion order);
+  the returned list is in item order.
+
+Items are sent in chunks (about eight per worker, at most 64 items each)
+to keep per-task overhead low. Items that failed in a chunk are retried
+together; when a whole chunk is lost (a worker died, an item would not
+pickle) each of its items is retried on its own.
+
+Examples
+--------
+>>> import math
+>>> out = map_tasks(math.sqrt, [4.0, -1.0, 9.0])
+>>> [o.value for o in out]
+[2.0, None, 3.0]
+>>> out[1].error, out[1].attempts
+('ValueError: math domain error', 2)
+"""
+from __future__ import annotations
+
+import os
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from collsim.errors import InputError
+
+__all__ = [
+    "EXECUTORS",
+    "TaskOutcome",
+    "Executor",
+    "open_executor",
+    "map_tasks",
+    "executor_label",
+]
+
+#: The executor kinds :func:`open_executor` and ``collsim run --executor`` accept.
+EXECUTORS: tuple[str, ...] = ("local", "processes", "dask")
+
+#: Seconds to wait for a Dask scheduler to answer, and for its first worker.
+CONNECT_TIMEOUT_S = 10.0
+WORKER_WAIT_S = 60.0
+#: Largest chunk of items sent to a worker as one task.
+MAX_CHUNK = 64
+#: Times a process pool whose worker died is replaced before its remaining items are failed.
+MAX_POOL_RESTARTS = 3
+
+
+@dataclass
+class TaskOutcome:
+    """What became of one item.
+
+    Attributes
+    ----------
+    index : int
+        Position of the item in the input.
+    item : Any
+        The item itself.
+    value : Any
+        ``fn(item)`` when it succeeded, else ``None``.
+    error : str or None
+        ``"ExceptionType: message"`` of the last failed attempt, ``None`` on success.
+    attempts : int
+        Calls made (1, or 2 after a retry).
+    detail : str or None
+        The traceback of the last failure, as text (for debugging; not part of any result file).
+    """
+
+    index: int
+    item: Any
+    value: Any = None
+    error: str | None = None
+    attempts: int = 0
+    detail: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+# ---------------------------------------------------------------------------
+# what runs on a worker
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _call(fn: Callable[[Any], Any], item: Any) -> tuple[bool, Any, str | None]:
+    """``(True, value, None)`` or ``(False, error text, traceback)``; never raises an ``Exception``."""
+    try:
+        return True, fn(item), None
+    except Exception as exc:  # noqa: BLE001 - every failure is reported with its item
+        return False, _describe(exc), traceback.format_exc()
+
+
+def _run_chunk(fn: Callable[[Any], Any], chunk: Sequence[tuple[int, Any]]) -> list[tuple[int, bool, Any, str | None]]:
+    """Run ``fn`` on each ``(index, item)``; the worker-side task of the pool and Dask executors."""
+    return [(index, *_call(fn, item)) for index, item in chunk]
+
+
+# ---------------------------------------------------------------------------
+# executors
+
+
+def _auto_chunk(n_items: int, n_workers: int) -> int:
+    return max(1, min(MAX_CHUNK, n_items // max(1, 8 * n_workers)))
+
+
+def _progress_callback(progress: Any, total: int) -> tuple[Callable[[TaskOutcome], None], Callable[[], None]]:
+    """``(on_outcome, close)`` for a ``progress`` argument: None/False, True, a description, or a callable."""
+    if progress is None or progress is False:
+        return (lambda outcome: None), (lambda: None)
+    if callable(progress):
+        return progress, (lambda: None)
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    bar = Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    )
+    bar.start()
+    task = bar.add_task(progress if isinstance(progress, str) else "tasks", total=total)
+    return (lambda outcome: bar.advance(task)), bar.stop
+
+
+class Executor:
+    """A place to run tasks; open one with :func:`open_executor`, close it (or use ``with``).
+
+    One executor can serve several :meth:`map` calls (a Dask cluster is
+    started or connected to once).
+    """
+
+    kind = "local"
+
+    def __init__(self) -> None:
+        self.workers = 1
+
+    # -- lifecycle
+    def __enter__(self) -> "Executor":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release workers (a no-op for ``local``)."""
+
+    def describe(self) -> str:
+        """One line for logs: ``local``, ``processes (2 workers)``, ``dask tcp://... (4 workers)``."""
+        return self.kind
+
+    # -- running
+    def map(
+        self,
+        fn: Callable[[Any], Any],
+        items: Iterable[Any],
+        *,
+        progress: Any = None,
+        retries: int = 1,
+        chunksize: int | None = None,
+    ) -> list[TaskOutcome]:
+        """Run ``fn`` on every item; see :func:`map_tasks`."""
+        items = list(items)
+        outcomes = [TaskOutcome(i, item) for i, item in enumerate(items)]
+        on_outcome, close = _progress_callback(progress, len(items))
+        try:
+            self._run(fn, outcomes, on_outcome, max(0, int(retries)), chunksize)
+        finally:
+            close()
+        return outcomes
+
+    def _run(
+        self,
+        fn: Callable[[Any], Any],
+        outcomes: list[TaskOutcome],
+        on_outcome: Callable[[TaskOutcome], None],
+        retries: int,
+        chunksize: int | None,
+    ) -> None:
+        for outcome in outcomes:
+            while True:
+                ok, value, detail = _call(fn, outcome.item)
+                if self._record(outcome, ok, value, detail, retries):
+                    break
+            on_outcome(outcome)
+
+    @staticmethod
+    def _record(outcome: TaskOutcome, ok: bool, value: Any, detail: str | None, retries: int) -> bool:
+        """Store one attempt's result; return whether the item is finished."""
+        outcome.attempts += 1
+        if ok:
+            outcome.value, outcome.error, outcome.detail = value, None, None
+            return True
+        outcome.value, outcome.error, outcome.detail = None, value, detail
+        return outcome.attempts > retries
+
+
+class _FuturesExecutor(Executor):
+    """Common driver for executors that hand out futures: chunks out, outcomes in as they complete."""
+
+    def _submit(self, fn: Callable[[Any], Any], chunk: list[tuple[int, Any]]) -> Any:
+        raise NotImplementedError
+
+    def _completed(self) -> Iterable[Any]:
+        """Futures as they finish, including ones submitted while iterating."""
+        raise NotImplementedError
+
+    def _result(self, future: Any) -> list[tuple[int, bool, Any, str | None]]:
+        return future.result()
+
+    def _cancel(self) -> None:
+        pass
+
+    def _run(self, fn, outcomes, on_outcome, retries, chunksize):  # type: ignore[override]
+        if not outcomes:
+            return
+        size = chunksize or _auto_chunk(len(outcomes), self.workers)
+        chunks: dict[Any, list[int]] = {}
+
+        def submit(indices: list[int]) -> None:
+            try:
+                future = self._submit(fn, [(i, outcomes[i].item) for i in indices])
+            except Exception as exc:  # noqa: BLE001 - nowhere left to run: these items fail for good
+                detail = traceback.format_exc()
+                for i in indices:
+                    outcomes[i].attempts = max(outcomes[i].attempts, retries) + 1
+                    outcomes[i].value, outcomes[i].error, outcomes[i].detail = None, _describe(exc), detail
+                    on_outcome(outcomes[i])
+                return
+            chunks[future] = indices
+
+        for start in range(0, len(outcomes), size):
+            submit(list(range(start, min(start + size, len(outcomes)))))
+        if not chunks:
+            return
+        try:
+            for future in self._completed():
+                indices = chunks.pop(future)
+                whole = False
+                try:
+                    results = self._result(future)
+                except Exception as exc:  # noqa: BLE001 - the chunk as a whole failed (pickling, lost worker)
+                    whole = True
+                    detail = traceback.format_exc()
+                    results = [(i, False, _describe(exc), detail) for i in indices]
+                again = []
+                for index, ok, value, detail in results:
+                    outcome = outcomes[index]
+                    if self._record(outcome, ok, value, detail, retries):
+                        on_outcome(outcome)
+                    else:
+                        again.append(index)
+                if whole:
+                    for index in again:  # one of them may be the culprit: each retries on its own
+                        submit([index])
+                elif again:
+                    submit(again)
+                if not chunks:
+                    break
+        except BaseException:
+            self._cancel()
+            raise
+
+
+class _PoolExecutor(_FuturesExecutor):
+    """A ``concurrent.futures`` process pool (spawn), or an executor object given by the caller."""
+
+    kind = "processes"
+
+    def __init__(self, workers: int | None = None, pool: Any = None) -> None:
+        super().__init__()
+        self._owned = pool is None
+        if pool is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            self.workers = workers or os.cpu_count() or 1
+            self._context = multiprocessing.get_context("spawn")
+            pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=self._context)
+        else:
+            self.workers = workers or getattr(pool, "_max_workers", None) or os.cpu_count() or 1
+        self._pool = pool
+        self._pending: set[Any] = set()
+        self._restarts = 0
+
+    def describe(self) -> str:
+        return f"processes ({self.workers} workers)"
+
+    def _submit(self, fn, chunk):  # type: ignore[override]
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            future = self._pool.submit(_run_chunk, fn, chunk)
+        except BrokenProcessPool:
+            if not self._owned or self._restarts >= MAX_POOL_RESTARTS:
+                raise
+            self._restarts += 1
+            # A worker died (and took the pool with it): carry on with a fresh pool.
+            from concurrent.futures import ProcessPoolExecutor
+
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=self._context)
+            future = self._pool.submit(_run_chunk, fn, chunk)
+        self._pending.add(future)
+        return future
+
+    def _completed(self):  # type: ignore[override]
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        while self._pending:
+            done, _ = wait(self._pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                self._pending.discard(future)
+                yield future
+
+    def _cancel(self) -> None:
+        for future in self._pending:
+            future.cancel()
+        self._pending.clear()
+
+    def close(self) -> None:
+        self._cancel()
+        if self._owned:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _MapExecutor(Executor):
+    """Any object with ``map(fn, iterable)``: items run where it says, outcomes arrive in order."""
+
+    def __init__(self, target: Any) -> None:
+        super().__init__()
+        self.kind = type(target).__name__
+        self._target = target
+
+    def _run(self, fn, outcomes, on_outcome, retries, chunksize):  # type: ignore[override]
+        todo = list(range(len(outcomes)))
+        while todo:
+            again = []
+            results = self._target.map(partial(_run_chunk, fn), [[(i, outcomes[i].item)] for i in todo])
+            for [(index, ok, value, detail)] in results:
+                if self._record(outcomes[index], ok, value, detail, retries):
+                    on_outcome(outcomes[index])
+                else:
+                    again.append(index)
+            todo = again
+
+
+def _worker_version() -> str:
+    """collsim's version on a Dask worker (checked when connecting to a cluster)."""
+    from collsim import __version__
+
+    return __version__
+
+
+class _DaskExecutor(_FuturesExecutor):
+    """A ``dask.distributed`` client: on an existing scheduler, or on a LocalCluster started here."""
+
+    kind = "dask"
+
+    def __init__(self, scheduler: str | None = None, workers: int | None = None, client: Any = None) -> None:
+        super().__init__()
+        try:
+            from distributed import Client, LocalCluster, as_completed
+        except ImportError as err:  # pragma: no cover - dask[distributed] is a dependency
+            raise InputError(f"--executor dask needs dask.distributed ({err})", field="--executor") from None
+        self._as_completed_cls = as_completed
+        self._cluster = None
+        self._owned = client is None
+        self._ac: Any = None
+        if client is not None:
+            self._client = client
+        elif scheduler is None:
+            import logging
+
+            n = workers or os.cpu_count() or 1
+            self._cluster = LocalCluster(
+                n_workers=n,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                host="127.0.0.1",
+                silence_logs=logging.ERROR,
+            )
+            self._client = Client(self._cluster, set_as_default=False)
+        else:
+            address = scheduler if "://" in scheduler else f"tcp://{scheduler}"
+            try:
+                self._client = Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+            except (OSError, TimeoutError) as err:
+                raise InputError(
+                    f"cannot connect to the Dask scheduler at {address}: {' '.join(str(err).split()) or type(err).__name__}"
+                    " (start one with 'dask scheduler', workers with 'dask worker ADDRESS')",
+                    field="--scheduler",
+                ) from None
+            self._check_workers(address)
+        self.scheduler = self._client.scheduler.address
+        self.workers = max(1, sum(self._client.nthreads().values()))
+
+    def _check_workers(self, address: str) -> None:
+        from collsim import __version__
+
+        try:
+            if not self._client.nthreads():
+                self._client.wait_for_workers(1, timeout=WORKER_WAIT_S)
+            versions = self._client.run(_worker_version)
+        except Exception as err:  # noqa: BLE001 - no workers, or workers without collsim
+            self.close()
+            raise InputError(
+                f"the Dask cluster at {address} cannot run collsim tasks: {_describe(err)} "
+                f"(every worker needs collsim {__version__} installed)",
+                field="--scheduler",
+            ) from None
+        wrong = sorted(f"{worker} has {v}" for worker, v in versions.items() if v != __version__)
+        if wrong:
+            self.close()
+            raise InputError(
+                f"Dask workers run another collsim version than this one ({__version__}): "
+                + ", ".join(wrong[:4]) + (f" and {len(wrong) - 4} more" if len(wrong) > 4 else ""),
+                field="--scheduler",
+            )
+
+    def describe(self) -> str:
+        where = "local cluster" if self._cluster is not None else self.scheduler
+        return f"dask {where} ({self.workers} workers)"
+
+    def _submit(self, fn, chunk):  # type: ignore[override]
+        future = self._client.submit(_run_chunk, fn, chunk, pure=False)
+        if self._ac is None:
+            self._ac = self._as_completed_cls([future], loop=self._client.loop)
+        else:
+            self._ac.add(future)
+        return future
+
+    def _completed(self):  # type: ignore[override]
+        # Futures submitted while iterating (retries) join the same as_completed through _submit.
+        try:
+            yield from self._ac
+        finally:
+            self._ac = None
+
+    def _cancel(self) -> None:
+        if self._ac is not None:
+            try:
+                self._client.cancel(list(self._ac.futures))
+            except Exception:  # noqa: BLE001 - best effort on the way out
+                pass
+
+    def close(self) -> None:
+        if getattr(self, "_closed", False):
+            return
+        self._closed = True
+        if self._owned:
+            self._client.close()
+            if self._cluster is not None:
+                self._cluster.close()
+
+
+def open_executor(executor: Any = "local", *, workers: int | None = None, scheduler: str | None = None) -> Executor:
+    """An :class:`Executor` for ``executor``.
+
+    Parameters
+    ----------
+    executor : str or object
+        ``"local"``, ``"processes"`` or ``"dask"``; or an :class:`Executor`
+        (returned as is), a ``distributed.Client``, a
+        ``concurrent.futures.Executor``, or any object with ``map(fn, iterable)``
+        (these are used, never closed).
+    workers : int, optional
+        Processes for ``processes``, LocalCluster workers for ``dask`` without
+        a scheduler (default: the CPU count).
+    scheduler : str, optional
+        ``tcp://HOST:PORT`` of a running Dask scheduler (``dask`` only).
+
+    Raises
+    ------
+    InputError
+        Unknown kind, bad worker count, ``scheduler`` with another kind, an
+        unreachable scheduler or a cluster whose workers cannot run collsim.
+    """
+    if isinstance(executor, Executor):
+        return executor
+    if executor is None:
+        executor = "local"
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise InputError(f"workers must be a positive whole number, got {workers!r}", field="--workers")
+    if not isinstance(executor, str):
+        module = type(executor).__module__ or ""
+        if module.startswith("distributed") and hasattr(executor, "submit") and hasattr(executor, "nthreads"):
+            return _DaskExecutor(client=executor)
+        from concurrent.futures import Executor as FuturesExecutor
+
+        if isinstance(executor, FuturesExecutor):
+            return _PoolExecutor(workers=workers, pool=executor)
+        if hasattr(executor, "map"):
+            return _MapExecutor(executor)
+        raise InputError(f"cannot run tasks on a {type(executor).__name__}", field="--executor", choices=EXECUTORS)
+    if executor not in EXECUTORS:
+        raise InputError(f"unknown executor {executor!r}", field="--executor", choices=EXECUTORS)
+    if scheduler is not None and executor != "dask":
+        raise InputError(f"a scheduler address needs --executor dask, not {executor}", field="--scheduler")
+    if executor == "local":
+        if workers not in (None, 1):
+            raise InputError("the local executor runs one task at a time; use --executor processes or dask "
+                             "for more workers", field="--workers")
+        return Executor()
+    if executor == "processes":
+        return _PoolExecutor(workers=workers)
+    if scheduler is not None and workers is not None:
+        raise InputError("--workers sizes a local Dask cluster; a running scheduler brings its own workers",
+                         field="--workers")
+    return _DaskExecutor(scheduler=scheduler, workers=workers)
+
+
+def map_tasks(
+    fn: Callable[[Any], Any],
+    items: Iterable[Any],
+    executor: Any = "local",
+    *,
+    progress: Any = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    retries: int = 1,
+    chunksize: int | None = None,
+) -> list[TaskOutcome]:
+    """Run ``fn(item)`` for every item on ``executor``; one :class:`TaskOutcome` per item, in item order.
+
+    Parameters
+    ----------
+    fn : callable
+        A module-level function of one argument (pickled by reference for
+        ``processes`` and ``dask``).
+    items : iterable
+        Picklable arguments.
+    executor : str or object
+        ``"local"`` (default), ``"processes"``, ``"dask"``, an :class:`Executor`
+        from :func:`open_executor` (kept open, for several calls), or any
+        object :func:`open_executor` accepts.
+    progress : None, bool, str or callable
+        ``callable(outcome)`` is called in this thread as each item finishes
+        (completion order); ``True`` or a description shows a rich progress
+        bar on stderr (when it is a terminal).
+    workers, scheduler : optional
+        As for :func:`open_executor`, when ``executor`` is a name.
+    retries : int
+        Extra attempts for an item whose call raised (default 1).
+    chunksize : int, optional
+        Items per worker task (default: about eight tasks per worker, at most 64 items).
+
+    Returns
+    -------
+    list of TaskOutcome
+        ``outcome.value`` or ``outcome.error`` for each item, in the order given.
+    """
+    handle = open_executor(executor, workers=workers, scheduler=scheduler)
+    owned = handle is not executor
+    try:
+        return handle.map(fn, items, progress=progress, retries=retries, chunksize=chunksize)
+    finally:
+        if owned:
+            handle.close()
+
+
+def executor_label(executor: Any) -> str:
+    """A short description of where tasks run (for summaries)."""
+    if isinstance(executor, Executor):
+        return executor.describe()
+    return str(executor or "local")
