@@ -33,8 +33,8 @@ def _verdict_text(result: Any) -> tuple[str, str]:
         value = result.get("verdict", result.get("status", ""))
         detail = result.get("detail", result.get("reason", "")) or ""
         return str(getattr(value, "value", value)).strip().lower(), str(detail)
-    for name in ("verdict", "status", "result"):
-        value = getattr(result, name, None)
+    for attr in ("verdict", "status", "result"):
+        value = getattr(result, attr, None)
         if value is not None:
             detail = getattr(result, "detail", None) or getattr(result, "reason", None) or ""
             return str(getattr(value, "value", value)).strip().lower(), str(detail)

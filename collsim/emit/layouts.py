@@ -110,8 +110,8 @@ def plan_layout(layout: LineLayout) -> LayoutPlan:
     """Work out the instruction-level shape of ``layout``.
 
     >>> from collsim.ir.layout import LineLayout, Word, WordRole
-    >>> ll = LineLayout("ll", (Word(WordRole.DATA, 4), Word(WordRole.FLAG, 4)) * 2, 16)
-    >>> plan = plan_layout(ll)
+    >>> pairs = LineLayout("pairs-16B", (Word(WordRole.DATA, 4), Word(WordRole.FLAG, 4)) * 2, 16)
+    >>> plan = plan_layout(pairs)
     >>> plan.ptx_type, plan.lanes, [e.role for e in plan.patterns[0].elements]
     ('.v4.u32', 1, ['data', 'flag', 'data', 'flag'])
     """

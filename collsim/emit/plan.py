@@ -133,7 +133,18 @@ def sentinel_word(program: Program, declared: int | None) -> int | None:
 
 
 def plan_for(protocol, algorithm: str) -> ProgramPlan:
-    """Generate and plan ``protocol`` under ``algorithm``."""
+    """Generate and plan ``protocol`` under ``algorithm`` (memoized per protocol class, parameters and algorithm)."""
+    key = (type(protocol), protocol.name, repr(sorted(protocol.params.items(), key=lambda kv: kv[0])), algorithm)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _PLANS[key] = _plan_for(protocol, algorithm)
+    return plan
+
+
+_PLANS: dict[tuple, ProgramPlan] = {}
+
+
+def _plan_for(protocol, algorithm: str) -> ProgramPlan:
     from collsim.algorithms import generate
 
     program = generate(protocol, algorithm)
@@ -184,7 +195,7 @@ _SAMPLE_ITERS = (0, 1)
 
 
 def _sample_messages(granule: int, nranks: int) -> tuple[int, ...]:
-    return (granule, 5 * granule, nranks * granule, 3 * nranks * granule)
+    return (granule, 5 * granule, 3 * nranks * granule)
 
 
 Access = tuple[str, str, dict[int, int]]  # (register, "r"|"w", {word: thread})
@@ -259,6 +270,16 @@ def _accesses(plan: ProgramPlan, op: Op, nthreads: int) -> list[Access]:
     return out
 
 
+def _touches_registers(op: Op) -> bool:
+    if isinstance(op, Store):
+        return isinstance(op.src, Reg)
+    if isinstance(op, (Load, PollUntil)):
+        return bool(op.into)
+    if isinstance(op, Atomic):
+        return isinstance(op.operand, Reg) or bool(op.into)
+    return isinstance(op, (Reduce, WriteOutput))
+
+
 class _State:
     def __init__(self) -> None:
         self.writer: dict[tuple[str, int], int] = {}
@@ -309,6 +330,8 @@ def _run(plan: ProgramPlan, nodes: tuple[Node, ...], env: dict[str, int], nthrea
             continue
         if node.id in marks:
             state.reset()
+        if not _touches_registers(op):
+            continue
         bound = bind(op, env)
         accesses = _accesses(plan, bound, nthreads)
         if accesses and state.conflicts(accesses):
