@@ -8,6 +8,7 @@ figure (:func:`protocol_colors`); an algorithm has one dash and marker.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,6 +69,7 @@ _FONT = dict(family="-apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial,
 _MENU_STYLE = dict(bgcolor="#f4f6f8", bordercolor="#9aa5b1", borderwidth=1, font=dict(size=12))
 
 
+@lru_cache(maxsize=4096)
 def size_label(nbytes: int) -> str:
     """``8 B``, ``4 KiB``, ``64 MiB`` (exact, see :func:`collsim.units.format_size`)."""
     from collsim.units import format_size
@@ -131,6 +133,9 @@ class ReportData:
     measured: pd.DataFrame | None = None
 
     def __post_init__(self) -> None:
+        from collsim.report.data import normalize_measured
+
+        self.measured = normalize_measured(self.measured)
         f = self.frame
         self.protocols = sorted(set(f["protocol"]), key=_sort_key(_PROTOCOL_ORDER))
         self.algorithms = sorted(set(f["algorithm"]), key=_sort_key(_ALGORITHM_ORDER))
@@ -325,7 +330,7 @@ def _by_size(data: ReportData, ycol: str, title: str, ytitle: str, *, limit: Map
         for i, (name, value) in enumerate(limit.items()):
             shapes.append(dict(type="line", xref="paper", x0=0, x1=1, yref="y", y0=value, y1=value,
                                line=dict(color="#111111" if i == 0 else "#6b7280", width=2, dash="solid" if i == 0 else "dot")))
-            notes.append(dict(text=f"{name}: {value:g} GB/s", xref="paper", x=0.01, xanchor="left", yref="y", y=math.log10(value),
+            notes.append(dict(text=f"per-GPU link limit, {name}: {value:g} GB/s", xref="paper", x=0.01, xanchor="left", yref="y", y=math.log10(value),
                               yanchor="bottom" if i == 0 else "top", showarrow=False,
                               font=dict(size=12, color="#111111" if i == 0 else "#4b5563"), bgcolor="rgba(255,255,255,0.7)"))
         layout["shapes"] = shapes
@@ -343,12 +348,12 @@ def latency_vs_size(data: ReportData) -> go.Figure:
 
 
 def link_limits(meta: Mapping[str, Any]) -> dict[str, float]:
-    """The per-GPU bandwidth limits of the topology summary (nominal, effective), GB/s."""
+    """The per-GPU bandwidth limits of the topology summary, GB/s: ``{"nominal": …, "effective": …}``."""
     summary = ((meta.get("topology") or {}).get("summary")) or {}
     per_gpu = summary.get("per_gpu_gbps") if isinstance(summary, Mapping) else None
     out: dict[str, float] = {}
     if isinstance(per_gpu, Mapping):
-        for key, label in (("nominal", "per-GPU link limit (nominal)"), ("effective", "per-GPU link limit (effective)")):
+        for key, label in (("nominal", "nominal"), ("effective", "effective")):
             try:
                 value = float(per_gpu[key])
             except (KeyError, TypeError, ValueError):
@@ -356,7 +361,7 @@ def link_limits(meta: Mapping[str, Any]) -> dict[str, float]:
             if value > 0 and math.isfinite(value):
                 out[label] = value
     elif isinstance(per_gpu, (int, float)) and per_gpu > 0:
-        out["per-GPU link limit"] = float(per_gpu)
+        out["nominal"] = float(per_gpu)
     return out
 
 

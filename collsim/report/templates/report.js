@@ -54,11 +54,14 @@
 
   function shown() { return rows.filter(function (r) { return !r.hidden; }); }
 
+  var texts = new Map(rows.map(function (r) { return [r, r.textContent.toLowerCase()]; }));
+
   function applyFilter() {
     var terms = filter.value.toLowerCase().split(/\s+/).filter(Boolean);
     rows.forEach(function (r) {
-      var text = r.textContent.toLowerCase();
-      r.hidden = !terms.every(function (t) { return text.indexOf(t) >= 0; });
+      var text = texts.get(r);
+      var hide = !terms.every(function (t) { return text.indexOf(t) >= 0; });
+      if (r.hidden !== hide) { r.hidden = hide; }
     });
     count.textContent = shown().length + " of " + total + " rows";
   }
