@@ -703,10 +703,14 @@ def execute(
             "nothing to run: every combination is unsupported (" + "; ".join(reasons) + ")",
             file=scenario.source,
         )
-    with open_executor(executor, workers=workers, scheduler=scheduler) as where:
+    where = open_executor(executor, workers=workers, scheduler=scheduler)
+    try:
         with rich_progress(len(rows), f"{scenario.name} ({model_name})", enabled=progress) as on_result:
             records = run_rows(rows, executor=where, on_result=on_result)
         label = where.describe()
+    finally:
+        if where is not executor:  # close only what was opened here
+            where.close()
     failed = [
         Failed(tuple((k, r[k]) for k in _IDENTITY + scenario.sweep_keys), r["error"], r["attempts"])
         for r in records

@@ -23,7 +23,7 @@ def _console(stderr: bool = False) -> Any:
     return console
 
 
-def _results_table(records: list[dict[str, Any]], title: str) -> Any:
+def _results_table(records: list[dict[str, Any]], title: str, sweep_keys: tuple[str, ...] = ()) -> Any:
     from rich import box
     from rich.table import Table
 
@@ -41,6 +41,7 @@ def _results_table(records: list[dict[str, Any]], title: str) -> Any:
     ]
     if len(launches) > 1:
         columns.append(("launch", "left"))
+    columns += [(key, "right") for key in sweep_keys]
     columns += [
         ("time (us)", "right"),
         ("algbw (GB/s)", "right"),
@@ -56,7 +57,7 @@ def _results_table(records: list[dict[str, Any]], title: str) -> Any:
         table.add_column(name, justify=justify, no_wrap=name != "note")
     previous = None
     for r in records:
-        group = (r["ranks"], r["algorithm"], r["protocol"], r["launch"])
+        group = (*(r.get(k) for k in sweep_keys), r["ranks"], r["algorithm"], r["protocol"], r["launch"])
         if previous is not None and group != previous:
             table.add_section()
         previous = group
@@ -71,6 +72,7 @@ def _results_table(records: list[dict[str, Any]], title: str) -> Any:
         ]
         if len(launches) > 1:
             cells.append(r["launch"])
+        cells += [str(r.get(k)) for k in sweep_keys]
         cells += [
             f"{r['latency_us']:.2f}",
             f"{r['algbw_gbps']:.2f}",
@@ -86,32 +88,61 @@ def _results_table(records: list[dict[str, Any]], title: str) -> Any:
     return table
 
 
+def _failure_summary(failed: list[Any]) -> list[str]:
+    """One line per distinct error: the error, then the configurations it hit (first six)."""
+    by_error: dict[str, list[Any]] = {}
+    for f in failed:
+        by_error.setdefault(f.error, []).append(f)
+    lines = []
+    for error, which in by_error.items():
+        shown = ", ".join(f.label() for f in which[:6]) + (f" and {len(which) - 6} more" if len(which) > 6 else "")
+        attempts = max(f.attempts for f in which)
+        lines.append(f"failed after {attempts} attempt{'s' if attempts != 1 else ''}: {shown}: {error}")
+    return lines
+
+
 @app.command("run")
 def run(
     file: Path = typer.Argument(..., help="Scenario YAML file (see scenarios/).", show_default=False),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory [default: reports/<name>]."),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Performance model (analytic, des) [default: the scenario's, else the default model]."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the results table."),
+    executor: str = typer.Option("local", "--executor", "-x", help="Where rows run: local (one after the other), processes (a local process pool) or dask (a Dask cluster). Results are identical."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address, tcp://HOST:8786 [default: start a local cluster]. Needs --executor dask."),
+    workers: Optional[int] = typer.Option(None, "--workers", "-w", help="Worker processes for processes, or for the local Dask cluster [default: the CPU count]."),
 ) -> None:
     """Run every configuration of a scenario; write results.csv and results.json.
 
     Prints an nccl-tests-style table (size, count, type, redop, algorithm,
     protocol, ranks, time, algbw, busbw, then the time breakdown in us) and
-    writes reports/<name>/results.csv and results.json.
+    writes reports/<name>/results.csv and results.json. A configuration whose
+    model fails is tried once more, then reported (and listed under 'failed'
+    in results.json) while the others are kept; the exit status is then 1.
     """
+    from collsim.errors import CollsimError, InputError
+    from collsim.executors import EXECUTORS
     from collsim.results import execute
     from collsim.units import format_size
 
-    result = execute(file, out=out, model=model, progress=True, write=True)
+    if executor not in EXECUTORS:
+        raise InputError(f"unknown executor {executor!r}", field="--executor", choices=EXECUTORS)
+    if workers is not None and workers < 1:
+        raise InputError(f"workers must be at least 1, got {workers}", field="--workers")
+    result = execute(
+        file, out=out, model=model, progress=True, write=True, executor=executor, workers=workers, scheduler=scheduler
+    )
     scen = result.scenario
     topo = scen.topology
     console = _console()
+    sweep_keys = tuple(getattr(scen, "sweep_keys", ()))
     if not quiet:
         title = (
             f"{scen.name}: AllReduce on {topo.name} ({topo.num_gpus} GPUs), model {result.model}, "
             f"{len(result.records)} rows"
         )
-        console.print(_results_table(result.records, title))
+        if sweep_keys:
+            title += f", {len(scen.sweep_points())} sweep points"
+        console.print(_results_table(result.records, title, sweep_keys))
     err = _console(stderr=True)
     if result.skipped:
         combos = {}
@@ -120,11 +151,19 @@ def run(
         for reason, which in combos.items():
             shown = ", ".join(which[:6]) + (f" and {len(which) - 6} more" if len(which) > 6 else "")
             err.print(f"skipped {shown}: {reason}", soft_wrap=True)
+    for line in _failure_summary(result.failed):
+        err.print(line, soft_wrap=True)
     sizes = f"{format_size(min(scen.sizes))}..{format_size(max(scen.sizes))}"
     console.print(
         f"{len(result.records)} rows ({sizes}) -> {result.out_dir / 'results.csv'}, {result.out_dir / 'results.json'}",
         soft_wrap=True,
     )
+    if result.failed:
+        total = len(result.records) + len(result.failed)
+        raise CollsimError(
+            f"{len(result.failed)} of {total} configurations failed (listed above and under 'failed' in "
+            f"{result.out_dir / 'results.json'}); the other {len(result.records)} rows were written"
+        )
 
 
 @app.command("simulate")
