@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
   if (argc > 1) {
     ResultRow row;
     row.gpu = "NVIDIA H200";
-    row.topology = "single-gpu";
+    row.gpu_mode = "single-gpu";
     row.system = "8 ranks as block groups on one NVIDIA H200 (device 0): on-chip cost, not the interconnect";
     row.protocol = "ll";
     row.algorithm = "one-shot";
@@ -202,7 +202,8 @@ def test_csv_is_a_collsim_measurement_csv(host_program, tmp_path):
     row = table.iloc[0]
     assert list(table.columns[: len(MEASUREMENT_COLUMNS)]) == list(MEASUREMENT_COLUMNS)
     assert row["collective"] == "allreduce" and row["protocol"] == "ll" and row["algorithm"] == "one-shot"
-    assert row["gpu"] == "NVIDIA H200" and row["topology"] == "single-gpu" and row["launch"] == "graph"
+    assert row["gpu"] == "NVIDIA H200" and row["gpu_mode"] == "single-gpu" and row["launch"] == "graph"
+    assert row["topology"] == ""  # a collsim topology name, which only the user knows (compare --topology)
     assert row["ranks"] == 8 and row["size_bytes"] == 65536 and row["count"] == 16384
     assert row["time_us"] == pytest.approx(12.5)
     assert row["algbw_gbps"] == pytest.approx(65536 / 12.5 / 1e3, rel=1e-3)

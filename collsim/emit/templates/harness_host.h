@@ -370,7 +370,10 @@ inline double busbw_factor(int nranks) { return 2.0 * (nranks - 1) / nranks; }  
 inline double algbw_gbps(long long bytes, double time_us) { return time_us > 0 ? (double)bytes / time_us / 1e3 : 0.0; }
 
 struct ResultRow {
-  std::string gpu, topology, system, protocol, algorithm, launch, verification, date, driver, runtime, notes;
+  // gpu_mode: "single-gpu" or "multi-gpu". The schema's `topology` column names a collsim topology
+  // (what `collsim compare` joins on), which a benchmark cannot know: it is left empty, so
+  // `collsim compare --topology NAME` or `collsim ingest --topology NAME` can supply it.
+  std::string gpu, gpu_mode, topology, system, protocol, algorithm, launch, verification, date, driver, runtime, notes;
   int ranks = 0, ctas = 0, threads = 0, iters = 0, warmup = 0, check_iters = 0, dtype = kFp32;
   long long size_bytes = 0, nwrong = 0;
   double time_us = 0;
@@ -383,7 +386,7 @@ inline std::vector<std::string> csv_columns() {
   return {"source", "source_format", "topology", "system", "gpu", "ranks", "nodes", "collective", "algorithm",
           "protocol", "library", "library_version", "dtype", "redop", "size_bytes", "count", "launch",
           "graph_launches", "validation", "time_us", "algbw_gbps", "busbw_gbps", "nwrong", "wrong",
-          "truncated", "notes", "ctas", "threads", "iters", "warmup", "check_iters", "verification",
+          "truncated", "notes", "gpu_mode", "ctas", "threads", "iters", "warmup", "check_iters", "verification",
           "unverified", "date", "driver_version", "cuda_runtime_version"};
 }
 
@@ -439,6 +442,7 @@ inline std::string csv_line(const ResultRow& r) {
       r.nwrong ? "true" : "false",
       "false",
       r.notes,
+      r.gpu_mode,
       std::to_string(r.ctas),
       std::to_string(r.threads),
       std::to_string(r.iters),

@@ -119,7 +119,7 @@ struct Harness {
   int* abort_flag = nullptr;
   Geometry cap;             // what is allocated
   std::string gpu_name;
-  std::string topology;
+  std::string gpu_mode;  // "single-gpu" or "multi-gpu"
   std::string system;
   FILE* csv = nullptr;
   unsigned long long salt = 1;
@@ -275,7 +275,7 @@ void choose_mode(Harness& h) {
   cudaDeviceProp prop{};
   CUDA_OK(cudaGetDeviceProperties(&prop, h.ranks[0].device));
   h.gpu_name = prop.name;
-  h.topology = h.multi ? "multi-gpu" : "single-gpu";
+  h.gpu_mode = h.multi ? "multi-gpu" : "single-gpu";
   char sys[512];
   if (h.multi) {
     std::snprintf(sys, sizeof sys, "%d x %s, one rank per GPU, peer access", h.nranks, prop.name);
@@ -628,7 +628,7 @@ int main(int argc, char** argv) {
   CUDA_OK(cudaDriverGetVersion(&driver));
   CUDA_OK(cudaRuntimeGetVersion(&runtime));
   const std::string date = utc_now();
-  std::printf("# %s: %s\n", h.topology.c_str(), h.system.c_str());
+  std::printf("# %s: %s\n", h.gpu_mode.c_str(), h.system.c_str());
   std::printf("# ranks %d, ctas/rank %d, threads/block %d, dtype %s, launch %s%s, iters %d, warmup %d, "
               "checked launches %d before and %d after timing (%s)\n",
               h.nranks, h.opt.ctas, h.opt.threads, dtype_option(h.opt.dtype), graph ? "graph" : "eager",
@@ -663,7 +663,7 @@ int main(int argc, char** argv) {
 
     ResultRow row;
     row.gpu = h.gpu_name;
-    row.topology = h.topology;
+    row.gpu_mode = h.gpu_mode;
     row.system = h.system;
     row.protocol = h.info->protocol;
     row.algorithm = h.info->algorithm;
