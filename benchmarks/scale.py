@@ -1,0 +1,120 @@
+"""Wall time of whole scenarios, serially and on a process pool (optionally a Dask cluster).
+
+For each scenario and executor: the time to start the workers (and import
+collsim on them), the time to cost every row, and simulations per second.
+The records of every executor are checked against the serial ones (they
+must be identical).
+
+    python benchmarks/scale.py                                 # 8gpu and nvl72, serial and 2 processes
+    python benchmarks/scale.py --model analytic                # the closed-form model
+    python benchmarks/scale.py --max-rows 128                  # an evenly spaced subset of each scenario's rows
+    python benchmarks/scale.py --executors local,processes,dask --workers 2
+    python benchmarks/scale.py --scheduler tcp://HOST:8786     # dask on a running cluster
+
+The figures go to docs/PERFORMANCE.md ("Sweeps and executors").
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_SCENARIOS = ("scenarios/8gpu.yaml", "scenarios/nvl72.yaml")
+
+
+def _warm(_: int) -> int:
+    """A task that makes a worker import what a row needs (the timing of 'start')."""
+    import collsim.results  # noqa: F401
+    from collsim.models import list_models
+
+    list_models()
+    return os.getpid()
+
+
+def _subset(rows: list, limit: int | None) -> list:
+    if not limit or limit >= len(rows):
+        return rows
+    step = len(rows) / limit
+    return [rows[math.floor(i * step)] for i in range(limit)]
+
+
+def measure(scenario_path: str, model: str | None, executor: str, workers: int, scheduler: str | None,
+            limit: int | None) -> dict:
+    from collsim.executors import map_tasks, open_executor
+    from collsim.models import get_model
+    from collsim.results import expand_rows, run_rows
+    from collsim.scenario import load_scenario
+
+    scenario = load_scenario(ROOT / scenario_path if not Path(scenario_path).exists() else scenario_path, model=model)
+    model_name, _ = get_model(model if model is not None else scenario.model)
+    rows, _ = expand_rows(scenario, model_name)
+    rows = _subset(rows, limit)
+    t0 = time.perf_counter()
+    if executor == "local":
+        ex = open_executor("local")
+    elif executor == "processes":
+        ex = open_executor("processes", workers=workers)
+    else:
+        ex = open_executor("dask", scheduler=scheduler, workers=None if scheduler else workers)
+    try:
+        map_tasks(_warm, range(ex.workers * 4), executor=ex, chunksize=1)
+        t1 = time.perf_counter()
+        records = run_rows(rows, executor=ex)
+        t2 = time.perf_counter()
+        label = ex.describe()
+    finally:
+        ex.close()
+    failed = sum(1 for r in records if "error" in r)
+    return {
+        "scenario": scenario.name,
+        "model": model_name,
+        "executor": label,
+        "rows": len(rows),
+        "failed": failed,
+        "start_s": t1 - t0,
+        "run_s": t2 - t1,
+        "sims_per_s": len(rows) / (t2 - t1) if t2 > t1 else float("inf"),
+        "records": records,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("scenarios", nargs="*", default=list(DEFAULT_SCENARIOS))
+    parser.add_argument("--model", default=None, help="model to run (default: the default model)")
+    parser.add_argument("--executors", default="local,processes", help="comma-separated: local, processes, dask")
+    parser.add_argument("--workers", type=int, default=2, help="processes / local Dask workers (default 2)")
+    parser.add_argument("--scheduler", default=None, help="a running Dask scheduler for the dask executor")
+    parser.add_argument("--max-rows", type=int, default=None, help="cost an evenly spaced subset of this many rows")
+    args = parser.parse_args(argv)
+
+    executors = [e.strip() for e in args.executors.split(",") if e.strip()]
+    print(f"# {platform.node() or 'host'}: {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+          f"{time.strftime('%Y-%m-%d')}", flush=True)
+    header = f"{'scenario':<10} {'model':<9} {'executor':<30} {'rows':>6} {'failed':>6} {'start s':>8} " \
+             f"{'run s':>8} {'sims/s':>9} {'speedup':>8} {'same':>5}"
+    print(header)
+    print("-" * len(header))
+    status = 0
+    for path in args.scenarios:
+        serial = None
+        for executor in executors:
+            m = measure(path, args.model, executor, args.workers, args.scheduler, args.max_rows)
+            if serial is None:
+                serial = m
+            same = m["records"] == serial["records"]
+            status |= 0 if same else 1
+            speedup = serial["run_s"] / m["run_s"] if m["run_s"] else float("inf")
+            print(f"{m['scenario']:<10} {m['model']:<9} {m['executor']:<30} {m['rows']:>6} {m['failed']:>6} "
+                  f"{m['start_s']:>8.2f} {m['run_s']:>8.2f} {m['sims_per_s']:>9.1f} {speedup:>7.2f}x "
+                  f"{'yes' if same else 'NO':>5}", flush=True)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
