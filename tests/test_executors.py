@@ -261,11 +261,6 @@ def test_a_chunk_that_will_not_pickle_loses_only_its_bad_item(pool_executor):
     assert "pickle" in outcomes[1].error.lower()
 
 
-def test_map_tasks_starts_and_closes_its_own_pool():
-    outcomes = map_tasks(math.sqrt, [1.0, 4.0], executor="processes", workers=1)
-    assert [o.value for o in outcomes] == [1.0, 2.0]
-
-
 def test_open_executor_refuses_bad_combinations():
     cases = [
         (dict(executor="threads"), "--executor", "valid: local, processes, dask"),

@@ -104,12 +104,12 @@ def _failure_summary(failed: list[Any]) -> list[str]:
 @app.command("run")
 def run(
     file: Path = typer.Argument(..., help="Scenario YAML file (see scenarios/).", show_default=False),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory [default: reports/<name>]."),
-    model: Optional[str] = typer.Option(None, "--model", "-m", help="Performance model (analytic, des) [default: the scenario's, else the default model]."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory (default: reports/<name>)."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="Performance model (analytic, des) (default: the scenario's, else the default model)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the results table."),
     executor: str = typer.Option("local", "--executor", "-x", help="Where rows run: local (one after the other), processes (a local process pool) or dask (a Dask cluster). Results are identical."),
-    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address, tcp://HOST:8786 [default: start a local cluster]. Needs --executor dask."),
-    workers: Optional[int] = typer.Option(None, "--workers", "-w", help="Worker processes for processes, or for the local Dask cluster [default: the CPU count]."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address, tcp://HOST:8786 (default: start a local cluster). Needs --executor dask."),
+    workers: Optional[int] = typer.Option(None, "--workers", "-w", help="Worker processes for processes, or for the local Dask cluster (default: one per CPU)."),
 ) -> None:
     """Run every configuration of a scenario; write results.csv and results.json.
 
@@ -174,8 +174,8 @@ def simulate_cmd(
     protocol: str = typer.Option("ll", "--protocol", "-p", help="Protocol name (barrier, simple, ll, ll128, ...)."),
     size: str = typer.Option("8KiB", "--size", "-s", help="Bytes per rank, e.g. 8, 8KiB, 1MB."),
     launch: str = typer.Option("graph", "--launch", "-l", help="eager (with kernel-launch overhead) or graph (CUDA-graph steady state)."),
-    channels: Optional[int] = typer.Option(None, "--channels", "-c", help="Channels [default: chosen like NCCL]."),
-    model: Optional[str] = typer.Option(None, "--model", "-m", help="Performance model (analytic, des) [default: the default model]."),
+    channels: Optional[int] = typer.Option(None, "--channels", "-c", help="Channels (default: chosen like NCCL)."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="Performance model (analytic, des) (default: the default model)."),
     dtype: str = typer.Option("float32", "--dtype", help="Element type."),
     op: str = typer.Option("sum", "--op", help="Reduction operator."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
