@@ -335,7 +335,10 @@ class KernelGenerator:
         o(f"// Kernel part {part} of {len(self.plan.kernels)}: IR ops "
           f"#{nodes[0].id}..#{max(n.id for n in iter_nodes(nodes))}. One block per (rank, channel).")
         o("template <typename T>")
-        o.open(f"__global__ void __launch_bounds__(COLLSIM_MAX_THREADS) {self.kernel_name(part)}(const CollsimParams p) {{")
+        o("// __grid_constant__: peer pointer tables are indexed at run time straight from parameter space,")
+        o("// without a per-thread copy of the parameters to local memory.")
+        o.open(f"__global__ void __launch_bounds__(COLLSIM_MAX_THREADS) {self.kernel_name(part)}"
+               f"(const __grid_constant__ CollsimParams p) {{")
         o("[[maybe_unused]] const int tid = (int)threadIdx.x;")
         o("[[maybe_unused]] const int nthreads = (int)blockDim.x;")
         o("[[maybe_unused]] const long long rank = (long long)p.first_rank + (long long)(blockIdx.x / p.ctas);")
@@ -570,7 +573,7 @@ class KernelGenerator:
         def check(pattern) -> None:
             cond, first = self._predicate(node, op, lp, pattern, names)
             o(f"if ({cond}) break;")
-            o(f"if (collsim_poll_timeout(p, o_spins, o_t0, rank, chan, {node.id}, ln, "
+            o(f"if (collsim_poll_timeout(COLLSIM_TIMEOUT_ARGS(p), o_spins, o_t0, rank, chan, {node.id}, ln, "
               f"(unsigned long long){first}, o_want)) break;")
 
         self.pattern_switch(lp, check)
@@ -623,7 +626,7 @@ class KernelGenerator:
         o.close()
         o("if (__all_sync(o_active, o_done)) break;")
         o("// only lanes that poll count time; the others finish with their line's vote")
-        o(f"if (!o_done && o_polls && collsim_poll_timeout(p, o_spins, o_t0, rank, chan, {node.id}, ln, o_seen, "
+        o(f"if (!o_done && o_polls && collsim_poll_timeout(COLLSIM_TIMEOUT_ARGS(p), o_spins, o_t0, rank, chan, {node.id}, ln, o_seen, "
           "o_want)) o_done = true;")
         o.close()
         o.close()

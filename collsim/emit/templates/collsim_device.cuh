@@ -111,10 +111,11 @@ __device__ __forceinline__ long long collsim_channel_msg(const CollsimParams& p,
 // where it is stuck (once per rank) and raises the abort flag so every other
 // poll gives up too. Returns true when the poll must be abandoned.
 // (Infrastructure, not an IR op: its memory accesses carry the collsim-infra marker.)
-__device__ __noinline__ bool collsim_poll_timeout(const CollsimParams& p, unsigned int& spins, unsigned long long& t0,
-                                                  long long rank, int chan, int op, long long line,
-                                                  unsigned long long seen, long long want) {
-  if ((++spins & 1023u) != 0u) return false;
+#define COLLSIM_TIMEOUT_ARGS(p) (p).timeout_ns, (p).report, (p).claim, (p).abort_flag
+__device__ __noinline__ bool collsim_poll_slow(long long timeout_ns, CollsimTimeout* report, int* claim,
+                                               volatile int* abort_flag, unsigned long long& t0, long long rank,
+                                               int chan, int op, long long line, unsigned long long seen,
+                                               long long want) {
   unsigned long long now;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
   if (t0 == 0) {
@@ -123,11 +124,11 @@ __device__ __noinline__ bool collsim_poll_timeout(const CollsimParams& p, unsign
   }
   int aborted;
   asm volatile("// collsim-infra abort check\n\tld.volatile.global.u32 %0, [%1];"
-               : "=r"(aborted) : "l"(p.abort_flag) : "memory");
+               : "=r"(aborted) : "l"(abort_flag) : "memory");
   if (aborted) return true;
-  if (now - t0 < (unsigned long long)p.timeout_ns) return false;
-  if (atomicCAS(&p.claim[rank], 0, 1) == 0) {
-    volatile CollsimTimeout* r = &p.report[rank];
+  if (now - t0 < (unsigned long long)timeout_ns) return false;
+  if (atomicCAS(&claim[rank], 0, 1) == 0) {
+    volatile CollsimTimeout* r = &report[rank];
     r->rank = (int)rank;
     r->channel = chan;
     r->op = op;
@@ -138,8 +139,17 @@ __device__ __noinline__ bool collsim_poll_timeout(const CollsimParams& p, unsign
     asm volatile("// collsim-infra report\n\tfence.sc.sys;" ::: "memory");
     r->code = 1;
   }
-  asm volatile("// collsim-infra abort\n\tst.volatile.global.u32 [%0], %1;" :: "l"(p.abort_flag), "r"(1) : "memory");
+  asm volatile("// collsim-infra abort\n\tst.volatile.global.u32 [%0], %1;" :: "l"(abort_flag), "r"(1) : "memory");
   return true;
+}
+
+// The fast path stays in registers: only every 1024th unsuccessful round calls the slow path.
+__device__ __forceinline__ bool collsim_poll_timeout(long long timeout_ns, CollsimTimeout* report, int* claim,
+                                                     volatile int* abort_flag, unsigned int& spins,
+                                                     unsigned long long& t0, long long rank, int chan, int op,
+                                                     long long line, unsigned long long seen, long long want) {
+  if ((++spins & 1023u) != 0u) return false;
+  return collsim_poll_slow(timeout_ns, report, claim, abort_flag, t0, rank, chan, op, line, seen, want);
 }
 
 #ifdef COLLSIM_CHECK_BOUNDS

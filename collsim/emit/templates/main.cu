@@ -125,6 +125,7 @@ struct Harness {
   unsigned long long salt = 1;
   long long launches = 0;   // since the last reset (= the next launch's ITER)
   long long chan_msg_max = 0;
+  bool graph_ok = true;     // false once graph capture of cooperative launches failed
 };
 
 Geometry geometry(const Harness& h, long long size) {
@@ -503,25 +504,33 @@ double timed_eager(Harness& h, const Geometry& g) {
   return (double)worst * 1000.0 / h.opt.iters;
 }
 
-double timed_graph(Harness& h, const Geometry& g) {
+// Returns false (after cleaning up) when the runtime cannot capture the cooperative launches into a graph.
+bool timed_graph(Harness& h, const Geometry& g, double* time_us) {
   const int devices = h.multi ? h.nranks : 1;
   std::vector<cudaGraphExec_t> execs(devices, nullptr);
   std::vector<cudaGraph_t> graphs(devices, nullptr);
   for (int d = 0; d < devices; ++d) {
     set_device(h, d);
     CUDA_OK(cudaStreamBeginCapture(h.ranks[d].stream, cudaStreamCaptureModeThreadLocal));
-    for (int it = 0; it < h.opt.iters; ++it) {
+    cudaError_t err = cudaSuccess;
+    for (int it = 0; it < h.opt.iters && err == cudaSuccess; ++it) {
       const CollsimParams p = params_for(h, g, h.multi ? d : 0, d);
       const int blocks = h.multi ? h.opt.ctas : h.nranks * h.opt.ctas;
-      const cudaError_t err = collsim_launch(p, h.opt.dtype, blocks, h.opt.threads, h.ranks[d].stream);
-      if (err != cudaSuccess) {
-        std::fprintf(stderr, "collsim_bench: capturing the cooperative launch into a CUDA graph failed (%s); "
-                     "run with --eager\n", cudaGetErrorString(err));
-        die(kExitCuda);
-      }
+      err = collsim_launch(p, h.opt.dtype, blocks, h.opt.threads, h.ranks[d].stream);
     }
-    CUDA_OK(cudaStreamEndCapture(h.ranks[d].stream, &graphs[d]));
-    CUDA_OK(cudaGraphInstantiate(&execs[d], graphs[d], 0));
+    const cudaError_t end = cudaStreamEndCapture(h.ranks[d].stream, &graphs[d]);
+    if (err == cudaSuccess) err = end;
+    if (err == cudaSuccess) err = cudaGraphInstantiate(&execs[d], graphs[d], 0);
+    if (err != cudaSuccess) {
+      std::fprintf(stderr, "collsim_bench: warning: cannot capture the cooperative launches into a CUDA graph "
+                   "(%s); timing plain launches instead\n", cudaGetErrorString(err));
+      (void)cudaGetLastError();
+      for (int e = 0; e <= d; ++e) {
+        if (execs[e]) (void)cudaGraphExecDestroy(execs[e]);
+        if (graphs[e]) (void)cudaGraphDestroy(graphs[e]);
+      }
+      return false;
+    }
   }
   for (int d = 0; d < devices; ++d) {
     set_device(h, d);
@@ -546,7 +555,8 @@ double timed_graph(Harness& h, const Geometry& g) {
     CUDA_OK(cudaGraphExecDestroy(execs[d]));
     CUDA_OK(cudaGraphDestroy(graphs[d]));
   }
-  return (double)worst * 1000.0 / h.opt.iters;
+  *time_us = (double)worst * 1000.0 / h.opt.iters;
+  return true;
 }
 
 // --check-all: every timed launch gets fresh inputs and a check; only the collective is timed.
@@ -655,9 +665,10 @@ int main(int argc, char** argv) {
     for (int i = 0; i < h.opt.warmup; ++i) launch_collective(h, g);
     wait_all(h, "the warm-up launches");
     double time_us = 0;
+    bool graphed = false;
     if (h.opt.check_all) time_us = timed_checked(h, g, size);
-    else if (graph) time_us = timed_graph(h, g);
-    else time_us = timed_eager(h, g);
+    else if (graph && h.graph_ok) graphed = h.graph_ok = timed_graph(h, g, &time_us);
+    if (!h.opt.check_all && !graphed) time_us = timed_eager(h, g);
     for (int i = 0; i < h.opt.check_iters; ++i) checked_round(h, g, size, "post-timing", i);
     check_counters(h);
 
@@ -667,7 +678,7 @@ int main(int argc, char** argv) {
     row.system = h.system;
     row.protocol = h.info->protocol;
     row.algorithm = h.info->algorithm;
-    row.launch = graph ? "graph" : "eager";
+    row.launch = graphed ? "graph" : "eager";
     row.verification = h.info->verification;
     row.unverified = h.info->unverified != 0;
     row.date = date;
