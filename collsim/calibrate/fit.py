@@ -707,8 +707,9 @@ def calibrate(
                          "generation: fit one at a time (--topology)", file=source)
     resolved = resolve_params(ev.model, params, gens[0] if gens else "hopper")
     measured = rows["measured_us"].to_numpy(dtype=float)
-    k = len(resolved)
-    if len(rows) < k + 2:
+    explicit_count = sum(1 for p in resolved if p.explicit) or 1
+    if len(rows) < explicit_count + 2 or len(rows) < 3:
+        k = max(explicit_count, 1)
         raise InputError(f"too few rows to fit {k} parameter(s): {len(rows)} mapped row(s), need at least {k + 2}",
                          file=source)
     # identifiability at the starting point, on all rows
@@ -725,6 +726,9 @@ def calibrate(
         raise IdentifiabilityError(f"the data cannot identify {detail}{hint}",
                                    file=source, field="--params")
     fitted = [p for p in resolved if p.name not in refused_all]
+    if fitted and len(rows) < len(fitted) + 2:
+        raise InputError(f"too few rows to fit {len(fitted)} parameter(s): {len(rows)} mapped row(s), need at least "
+                         f"{len(fitted) + 2}", file=source)
     if not fitted:
         detail = "; ".join(f"{n} ({why})" for n, why in refused_all.items())
         raise IdentifiabilityError(f"the data identifies none of the parameters: {detail}", file=source,
