@@ -771,3 +771,75 @@ def reference_run(low: Lowered, max_rounds: int = 100000) -> RefRun:
         if not progressed or rounds > max_rounds:
             stuck = [(t, th[pcs[t]].label) for t, th in enumerate(low.threads) if pcs[t] < len(th)]
             return RefRun(False, rf, values, co, stuck, steps)
+
+
+# ---------------------------------------------------------------------------
+# The model layer's event language
+# ---------------------------------------------------------------------------
+
+
+def to_event_program(low: Lowered, symbolic_inputs: bool = False):
+    """The same events as a :class:`collsim.verify.events.Program`, for the model layer's encodings.
+
+    Elements of one instruction get consecutive ``po_index`` values (the
+    event interface orders every event of a thread); polls become one read
+    per word with the exit predicate as an assumption and a control
+    dependency of everything after them; data dependencies are kept within
+    a thread. Returns ``(program, eid_of)`` where ``eid_of`` maps event ids
+    to the program's event names.
+    """
+    import z3
+
+    from collsim.verify.events import Event as MEvent
+    from collsim.verify.events import Placement, Program
+
+    eid_of = {e.id: f"e{e.id}.{e.label}" + (f".w{e.word}" if e.loc is not None else "") for e in low.events}
+    inputs = {k: (z3.Int("in_%d_%d_%d" % k[1:]) if symbolic_inputs else z3.IntVal(v))
+              for k, v in low.input_env().items()}
+
+    def term(value: Lin):
+        parts = [z3.IntVal(value.c)] if value.c or not value.terms else []
+        for key, coeff in value.terms.items():
+            atom = inputs[key] if key[0] == "in" else z3.Int("val!" + eid_of[key[1]])
+            parts.append(atom if coeff == 1 else coeff * atom)
+        return parts[0] if len(parts) == 1 else z3.Sum(parts)
+
+    events = []
+    assumptions = []
+    placement = {f"t{t}": Placement(cta=0, gpu=low.placement[t][0]) for t in range(len(low.threads))}
+    for t, thread in enumerate(low.threads):
+        po = 0
+        ctrl: set[str] = set()
+        for instr in thread:
+            for e in instr.events:
+                deps = frozenset(eid_of[d] for d in e.deps if low.events[d].thread == t) | frozenset(ctrl)
+                kw: dict[str, Any] = dict(eid=eid_of[e.id], thread=f"t{t}", kind=e.kind, po_index=po, deps=deps,
+                                          label=f"{e.label} {e.where()}".strip())
+                po += 1
+                if e.is_mem:
+                    kw.update(loc=repr(e.loc), sem=e.sem, scope=e.scope)
+                    group = e.wgroup if e.is_write else e.rgroup
+                    if group is not None:
+                        kw["atomic_group"] = f"g{group}"
+                    if e.kind == "W":
+                        kw["value"] = term(e.value)
+                    elif e.kind == "RMW":
+                        if e.rmw_op == "add":
+                            kw.update(rmw_op="add", operand=term(e.value + Lin.atom(("rd", e.id), -1)))
+                        else:
+                            kw.update(rmw_op="exch", operand=term(e.value))
+                elif e.kind == "F":
+                    kw.update(sem=e.sem, scope=e.scope)
+                else:
+                    kw.update(bar_instance=f"{e.bar[0]}:{e.bar[1]}", scope="cta")
+                events.append(MEvent(**kw))
+            if instr.kind == "poll":
+                kind, target = instr.predicate
+                for e in instr.events:
+                    if e.polled:
+                        v = z3.Int("val!" + eid_of[e.id])
+                        assumptions.append(v == target if kind == "eq" else v >= target if kind == "ge" else v != target)
+                ctrl |= {eid_of[e.id] for e in instr.events}
+    init = {repr(loc): v for loc, v in low.init.items()}
+    program = Program(events, placement, init, assumptions, name=f"{low.protocol}/{low.algorithm}")
+    return program, eid_of
