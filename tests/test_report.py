@@ -12,11 +12,13 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pandas as pd
+import plotly.graph_objects as go
 import pytest
 
 from collsim.errors import InputError
 from collsim.report import FIGURE_IDS, build_report, load_results, write_report
 from collsim.report import figures as F
+from collsim.report.data import normalize_timelines
 
 #: Ceiling on the report of an 8-GPU-sized result set (1008 rows, 14 timelines).
 MAX_REPORT_BYTES = 10_000_000
@@ -262,13 +264,16 @@ def test_figures_have_titles_axes_legends_and_expected_traces(frame):
     data = F.ReportData(frame, synthetic_meta(), None)
     assert len(data.series) == 14 and [v.label for v in data.views] == ["2 ranks", "4 ranks", "8 ranks"]
     assert data.views[data.default_view].ranks == 8
+    # go.Figure validates the plain dicts the report renders unvalidated
     figs = {
-        "size": F.latency_vs_size(data), "ranks": F.latency_vs_ranks(data), "winner": F.winner_map(data),
-        "breakdown": F.breakdown(data), "busbw": F.busbw_vs_size(data),
+        "size": go.Figure(F.latency_vs_size(data)), "ranks": go.Figure(F.latency_vs_ranks(data)),
+        "winner": go.Figure(F.winner_map(data)), "breakdown": go.Figure(F.breakdown(data)),
+        "busbw": go.Figure(F.busbw_vs_size(data)),
+        "timeline": go.Figure(F.timeline_gantt(normalize_timelines(synthetic_timelines(frame)))),
     }
     assert len(figs["size"].data) == 14 and len(figs["busbw"].data) == 14
     assert len(figs["ranks"].data) == 14 * 3  # three sizes: 8 B, 4 KiB, 1 MiB
-    assert len(figs["winner"].data) == 1 and len(figs["breakdown"].data) == 4
+    assert len(figs["winner"].data) == 1 and len(figs["breakdown"].data) == 4 and len(figs["timeline"].data) == 14 * 5
     for name, fig in figs.items():
         assert fig.layout.title.text, name
         assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text, name
@@ -293,7 +298,7 @@ def test_figures_have_titles_axes_legends_and_expected_traces(frame):
 def test_a_protocol_has_one_colour_everywhere(frame):
     data = F.ReportData(frame, synthetic_meta(), measured_points())
     seen: dict[str, set] = {}
-    for fig in (F.latency_vs_size(data), F.latency_vs_ranks(data), F.busbw_vs_size(data)):
+    for fig in (go.Figure(F.latency_vs_size(data)), go.Figure(F.latency_vs_ranks(data)), go.Figure(F.busbw_vs_size(data))):
         for tr in fig.data:
             if tr.name.startswith("measured"):
                 continue
@@ -301,14 +306,13 @@ def test_a_protocol_has_one_colour_everywhere(frame):
     assert all(len(c) == 1 for c in seen.values()), seen
     assert len({next(iter(c)) for c in seen.values()}) == len(seen)  # and protocols differ
     assert seen["ll"] == {F.PROTOCOL_COLORS["ll"]}
-    bars = F.breakdown(data).data[1]
+    bars = go.Figure(F.breakdown(data)).data[1]
     assert list(bars.marker.line.color) == [data.colors[p] for p, _ in data.series]
 
 
 def test_winner_map_names_fastest_and_margin(frame):
     data = F.ReportData(frame, synthetic_meta(), None)
-    fig = F.winner_map(data)
-    hm = fig.data[0]
+    hm = go.Figure(F.winner_map(data)).data[0]
     row8 = [v.label for v in data.views].index("8 ranks")
     col = data.sizes.index(8)
     sub = frame[(frame.ranks == 8) & (frame.size_bytes == 8)].sort_values("latency_us")
@@ -324,8 +328,9 @@ def test_several_launch_modes_become_selector_entries():
     f = synthetic_results(ranks=(4,), sizes=[8, 4096, 1 << 20], launches=("eager", "graph"))
     data = F.ReportData(f, {}, None)
     assert [v.label for v in data.views] == ["4 ranks · graph", "4 ranks · eager"]
-    fig = F.latency_vs_ranks(data)
+    fig = go.Figure(F.latency_vs_ranks(data))
     assert [b.label for b in fig.layout.updatemenus[0].buttons] == ["graph", "eager"]
+    assert len(fig.data) == 14 * 3  # 8 B, 4 KiB, 1 MiB
     html = build_report(f, {"collsim_version": __import__("collsim").__version__})
     assert "only one rank count" in html
 
@@ -507,3 +512,54 @@ def test_end_to_end_analytic_run_then_report(tmp_path):
     html = out.read_text(encoding="utf-8")
     assert 'id="fig-timeline"' in html and "e2e" in html and "analytic" in html
     assert out.stat().st_size < MAX_REPORT_BYTES
+
+
+def _verify_json(protocol: str, ok: bool) -> dict:
+    """A result shaped like ``collsim verify PROTOCOL --json`` prints (VerifyResult.to_json)."""
+    bound = {"ranks": 3, "iterations": 2, "lines": 1, "threads": 1, "model": "ptx",
+             "assumptions": ["store-16B-untorn"], "data_domain": False, "notes": []}
+    cex = {"property": "torn-read", "reason": "rank 0 consumes a line mixing two writes",
+           "steps": [{"rank": 1, "thread": 0, "iteration": 0, "op": "store_lines[k=1]", "action": "writes",
+                      "target": "buf@rank0[line 0]", "values": ["w0 = 7"], "note": "", "mark": False},
+                     {"rank": 0, "thread": 0, "iteration": 0, "op": "poll_lines[k=0]", "action": "polls",
+                      "target": "buf@rank0[line 0]", "values": ["w3 = flag"], "note": "torn", "mark": True}],
+           "facts": {}}
+    prop = lambda status, c=None: {"property": "x", "status": status, "bound": bound, "seconds": 0.1,  # noqa: E731
+                                   "reason": None, "note": None, "counterexample": c}
+    return {
+        "protocol": protocol, "algorithm": "one-shot", "model": "ptx", "engine": "native", "bound": bound,
+        "ok": ok, "seconds": 1.0, "depends_on": ["store-16B-untorn"], "expected_violation": None, "caught": None,
+        "properties": {"data-race": prop("holds"), "torn-read": prop("holds" if ok else "violated", None if ok else cex)},
+        "dependencies": [{"name": "store-16B-untorn", "kind": "assumption", "statement": "a 16-byte store arrives whole",
+                          "needed": True, "results": {"torn-read": prop("violated", cex)}}],
+    }
+
+
+def test_verification_reads_collsim_verify_json():
+    from collsim.report.data import normalize_verification
+
+    summary = {"ok": False, "seconds": 3.0, "protocols": [_verify_json("sentinel", True), _verify_json("ll", False)],
+               "mutants": [_verify_json("ll-no-fence", False)]}
+    rows = normalize_verification(summary)
+    assert [(r["protocol"], r["verdict"]) for r in rows] == [("sentinel", "verified"), ("ll", "violated: torn-read")]
+    s = rows[0]
+    assert s["model"] == "ptx" and s["assumptions"] == ["store-16B-untorn"]
+    assert s["hardware"] == ["store-16B-untorn: a 16-byte store arrives whole (without it: torn-read violated)"]
+    assert [c["title"] for c in s["counterexamples"]] == ["without store-16B-untorn: torn-read"]
+    assert "rank 0 consumes a line mixing two writes" in s["counterexamples"][0]["body"]
+    assert "poll_lines[k=0]" in s["counterexamples"][0]["body"]
+    assert [c["title"] for c in rows[1]["counterexamples"]][0] == "torn-read"
+    assert normalize_verification(_verify_json("ll", True))[0]["verdict"] == "verified"
+
+
+def test_timeline_categories_refine_coarse_kinds():
+    cat = F.event_category
+    assert cat("sync", "poll barrier.publish.wait[k=0]") == "barrier wait"
+    assert cat("sync", "poll poll_lines[k=0]") == "poll"
+    assert cat("sync", "fence fence_acquire") == "fence"
+    assert cat("sync", "release fence before the store credit.return") == "fence"
+    assert cat("data", "store store_lines[k=1]") == "store"
+    assert cat("sync", "store credit.return") == "flag store"
+    assert cat("reduce", "reduce reduce") == "reduce" and cat("launch", "kernel launch and start") == "launch"
+    assert cat("poll", "anything") == "poll"  # specific kinds are kept
+    assert cat("sync", "something new") == "sync"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -402,17 +403,118 @@ def normalize_timelines(timeline: Any, source: str = "timeline") -> list[dict[st
     return [c for c in configs if c["events"]]
 
 
-def normalize_verification(verification: Any, source: str = "verification") -> list[dict[str, Any]]:
-    """Verdicts as a list of ``{protocol, verdict, model, assumptions, hardware, counterexample, detail}``.
+def _cex_text(cex: Any) -> str:
+    """A counterexample as readable text: the verifier's own timeline rendering when it is one of its."""
+    if isinstance(cex, Mapping) and "steps" in cex and "reason" in cex:
+        try:
+            from collsim.verify.report import Counterexample
 
-    Accepts a list of dicts with at least ``protocol`` and ``verdict``, or a
-    mapping ``protocol -> dict`` (or ``protocol -> verdict string``), or a
-    dict with a ``results``/``verdicts`` list. Extra keys are ignored.
+            return Counterexample.from_json(dict(cex)).render()
+        except Exception:  # noqa: BLE001 - fall back to the raw data
+            pass
+    if isinstance(cex, Mapping):
+        return json.dumps(cex, indent=2, sort_keys=True, default=str)
+    return str(cex)
+
+
+def _cex_item(cex: Any, title: str) -> dict[str, Any]:
+    href = None
+    if isinstance(cex, Mapping):
+        href = cex.get("href") or cex.get("path") or cex.get("file")
+        title = str(cex.get("title") or cex.get("name") or title)
+    elif isinstance(cex, str) and re.match(r"^[\w./-]+\.(json|txt|html|md|log|dot|svg)$", cex):
+        href = cex
+    if href is not None and re.match(r"^([a-z][a-z0-9+.-]*:)?//", str(href), flags=re.I):
+        href = None  # the report stays offline: no links out
+    return {"title": title, "body": _cex_text(cex), "href": str(href) if href else None}
+
+
+def _bound_text(bound: Mapping[str, Any]) -> str:
+    parts = []
+    for key, unit in (("ranks", "rank"), ("iterations", "iteration"), ("lines", "line"), ("threads", "thread")):
+        if bound.get(key) is not None:
+            n = bound[key]
+            parts.append(f"{n} {unit}{'' if n == 1 else 's'}")
+    return "checked at " + " × ".join(parts) if parts else ""
+
+
+def _from_verify_result(r: Mapping[str, Any]) -> dict[str, Any]:
+    """One ``collsim verify --json`` result (``VerifyResult.to_json``) as a verdict row."""
+    props = r.get("properties") or {}
+    violated = [p for p, v in props.items() if isinstance(v, Mapping) and v.get("status") == "violated"]
+    unknown = [p for p, v in props.items() if isinstance(v, Mapping) and v.get("status") not in ("holds", "violated")]
+    if violated:
+        verdict = "violated: " + ", ".join(violated)
+    elif unknown or not props:
+        verdict = "unknown" + (": " + ", ".join(unknown) if unknown else "")
+    else:
+        verdict = "verified"
+    bound = r.get("bound") if isinstance(r.get("bound"), Mapping) else {}
+    assumptions = list(bound.get("assumptions") or [])
+    if bound.get("data_domain"):
+        assumptions.append("data domain")
+    hardware, cexs = [], []
+    for name, v in props.items():
+        if isinstance(v, Mapping) and v.get("counterexample"):
+            cexs.append(_cex_item(v["counterexample"], str(name)))
+    for dep in r.get("dependencies") or []:
+        if not isinstance(dep, Mapping) or not dep.get("needed"):
+            continue
+        broken = [p for p, v in (dep.get("results") or {}).items() if isinstance(v, Mapping) and v.get("status") == "violated"]
+        text = str(dep.get("name"))
+        if dep.get("statement"):
+            text += f": {dep['statement']}"
+        if broken:
+            text += f" (without it: {', '.join(broken)} violated)"
+        hardware.append(text)
+        for p in broken:
+            cex = dep["results"][p].get("counterexample")
+            if cex:
+                cexs.append(_cex_item(cex, f"without {dep.get('name')}: {p}"))
+    detail = _bound_text(bound)
+    if r.get("expected_violation"):
+        detail += f"; mutant expected to violate {r['expected_violation']}"
+    return {
+        "protocol": str(r.get("protocol")),
+        "variant": str(r.get("algorithm") or ""),
+        "verdict": verdict,
+        "model": str(r.get("model") or bound.get("model") or ""),
+        "assumptions": assumptions,
+        "hardware": hardware,
+        "counterexamples": cexs,
+        "detail": detail.strip("; "),
+    }
+
+
+def _names(value: Any) -> list[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [f"{k}: {val}" for k, val in value.items()]
+    return [str(x) for x in value]
+
+
+def normalize_verification(verification: Any, source: str = "verification") -> list[dict[str, Any]]:
+    """Verdicts as a list of ``{protocol, variant, verdict, model, assumptions, hardware, counterexamples, detail}``.
+
+    Accepts what ``collsim verify --json`` prints (one result, or with
+    ``--all`` a summary whose ``protocols`` are tabulated; mutants are left
+    out), the verifier's result objects, a list of either, or plain dicts
+    with at least ``protocol`` and ``verdict`` (optional ``model``,
+    ``assumptions``, ``hardware``, ``counterexample``, ``detail``), or a
+    mapping ``protocol -> dict`` / ``protocol -> verdict``.
+    ``counterexamples`` become ``{title, body, href}``.
     """
     if verification is None:
         return []
+    if hasattr(verification, "to_json"):
+        verification = verification.to_json()
     if isinstance(verification, Mapping):
-        for key in ("results", "verdicts", "protocols"):
+        if "properties" in verification and "protocol" in verification:
+            return [_from_verify_result(verification)]
+        for key in ("protocols", "results", "verdicts"):
             if isinstance(verification.get(key), (list, Mapping)):
                 return normalize_verification(verification[key], source)
         items = []
@@ -426,36 +528,31 @@ def normalize_verification(verification: Any, source: str = "verification") -> l
         raise InputError("verification must be a list of verdicts", file=source)
     out = []
     for i, v in enumerate(verification):
+        if hasattr(v, "to_json"):
+            v = v.to_json()
         if not isinstance(v, Mapping):
             raise InputError(f"verdict {i} is not an object", file=source)
+        if "properties" in v and "protocol" in v:
+            out.append(_from_verify_result(v))
+            continue
         if not v.get("protocol") or v.get("verdict") in (None, ""):
             raise InputError(f"verdict {i} lacks 'protocol' or 'verdict'", file=source)
-
-        def names(value: Any) -> list[str]:
-            if value is None or value == "":
-                return []
-            if isinstance(value, str):
-                return [value]
-            if isinstance(value, Mapping):
-                return [f"{k}: {val}" for k, val in value.items()]
-            return [str(x) for x in value]
-
         cex = v.get("counterexample", v.get("counterexamples"))
         if cex in (None, "", [], {}):
-            cexs: list[Any] = []
+            raw: list[Any] = []
         elif isinstance(cex, list):
-            cexs = cex
+            raw = cex
         else:
-            cexs = [cex]
+            raw = [cex]
         out.append(
             {
                 "protocol": str(v["protocol"]),
                 "variant": str(v.get("algorithm") or v.get("variant") or ""),
                 "verdict": str(v["verdict"]),
                 "model": str(v.get("model") or v.get("memory_model") or ""),
-                "assumptions": names(v.get("assumptions")),
-                "hardware": names(v.get("hardware") or v.get("depends_on")),
-                "counterexamples": cexs,
+                "assumptions": _names(v.get("assumptions")),
+                "hardware": _names(v.get("hardware") or v.get("depends_on")),
+                "counterexamples": [_cex_item(c, f"counterexample {k + 1}") for k, c in enumerate(raw)],
                 "detail": str(v.get("detail") or v.get("message") or v.get("reason") or ""),
             }
         )

@@ -4,6 +4,11 @@ Every interactive choice (rank count, size, configuration) is a plotly
 ``updatemenus`` dropdown or ``sliders`` slider that restyles the traces:
 no custom JavaScript touches a plot. A protocol has one colour in every
 figure (:func:`protocol_colors`); an algorithm has one dash and marker.
+
+Each function returns a plotly figure as a plain ``{"data", "layout"}``
+dict: the report renders it without plotly.py's validation (which costs more
+than building the figure); ``plotly.graph_objects.Figure(fig)`` validates one
+(the tests do).
 """
 from __future__ import annotations
 
@@ -14,10 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
+
+Figure = dict  # {"data": [trace dicts], "layout": {...}}
 
 __all__ = [
+    "Figure",
     "PROTOCOL_COLORS",
     "COMPONENTS",
     "DEFAULT_SIZES",
@@ -64,6 +70,15 @@ COMPONENTS: tuple[tuple[str, str, str], ...] = (
 DEFAULT_SIZES: tuple[int, ...] = (8, 4096, 1 << 20)
 #: Size the breakdown figure opens at.
 BREAKDOWN_SIZE = 4096
+
+#: A small fixed template (white background, light grid): plotly's named
+#: templates are large and cost more to validate than the figures themselves.
+_AXIS_STYLE = dict(gridcolor="#e5e9f0", linecolor="#c3cad5", zerolinecolor="#e5e9f0", ticks="", automargin=True)
+_TEMPLATE = dict(layout=dict(
+    paper_bgcolor="#ffffff", plot_bgcolor="#ffffff", xaxis=_AXIS_STYLE, yaxis=_AXIS_STYLE,
+    colorway=list(PROTOCOL_COLORS.values()) + list(_EXTRA_COLORS),
+    title=dict(font=dict(color="#1f2933")), font=dict(color="#2a3f5f"),
+))
 
 _FONT = dict(family="-apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif", size=13)
 _MENU_STYLE = dict(bgcolor="#f4f6f8", bordercolor="#9aa5b1", borderwidth=1, font=dict(size=12))
@@ -209,8 +224,7 @@ class ReportData:
         m = self.measured
         if m is None:
             return []
-        keys = sorted(set(zip(m["label"], m["protocol"], m["algorithm"])))
-        return keys
+        return sorted(set(zip(m["label"], m["protocol"], m["algorithm"])))
 
     def measured_points(self, view: View, key: tuple[str, str, str]) -> pd.DataFrame:
         m = self.measured
@@ -225,7 +239,7 @@ class ReportData:
 def _base_layout(title: str, **kw: Any) -> dict[str, Any]:
     layout = dict(
         title=dict(text=title, x=0.0, xanchor="left", xref="paper", y=0.985, yref="container", yanchor="top", font=dict(size=17)),
-        template="plotly_white",
+        template=_TEMPLATE,
         font=_FONT,
         hoverlabel=dict(font_size=12),
         legend=dict(title=dict(text="protocol · algorithm"), groupclick="toggleitem"),
@@ -274,18 +288,18 @@ def _measured_curve(data: ReportData, view: View, key: tuple[str, str, str], yco
     return xs, ys, cd
 
 
-def _by_size(data: ReportData, ycol: str, title: str, ytitle: str, *, limit: Mapping[str, float] | None = None) -> go.Figure:
+def _by_size(data: ReportData, ycol: str, title: str, ytitle: str, *, limit: Mapping[str, float] | None = None) -> Figure:
     view0 = data.views[data.default_view]
-    fig = go.Figure()
+    traces: list[dict[str, Any]] = []
     hover = (
         "<b>%{fullData.name}</b><br>size %{customdata[0]}<br>latency %{customdata[1]:.3f} µs"
         "<br>algbw %{customdata[2]:.2f} GB/s<br>busbw %{customdata[3]:.2f} GB/s<extra></extra>"
     )
     for p, a in data.series:
         xs, ys, cd = _size_curve(data, view0, p, a, ycol)
-        fig.add_trace(
-            go.Scatter(
-                x=xs, y=ys, customdata=cd, mode="lines+markers", name=data.series_name(p, a),
+        traces.append(
+            dict(
+                type="scatter", x=xs, y=ys, customdata=cd, mode="lines+markers", name=data.series_name(p, a),
                 legendgroup=p, line=dict(color=data.colors[p], dash=data.dashes[a], width=2),
                 marker=dict(symbol=data.symbols[a], size=6, color=data.colors[p]), hovertemplate=hover,
             )
@@ -294,11 +308,13 @@ def _by_size(data: ReportData, ycol: str, title: str, ytitle: str, *, limit: Map
     for key in data.measured_groups():
         label, p, a = key
         xs, ys, cd = _measured_curve(data, view0, key, ycol)
-        name = f"measured: {label}" + (f" ({p} · {a})" if p or a else "")
+        launches = sorted(set(data.measured_points(view0, key)["launch"]) - {""})
+        bits = [x for x in (p, a) if x] + launches
+        name = f"measured: {label}" + (f" ({', '.join(bits)})" if bits else "")
         color = data.colors.get(p, "#111111")
-        fig.add_trace(
-            go.Scatter(
-                x=xs, y=ys, customdata=cd, mode="markers", name=name, legendgroup="measured",
+        traces.append(
+            dict(
+                type="scatter", x=xs, y=ys, customdata=cd, mode="markers", name=name, legendgroup="measured",
                 marker=dict(symbol="x-thin-open", size=10, line=dict(width=2, color=color), color=color),
                 hovertemplate=mhover,
             )
@@ -338,11 +354,10 @@ def _by_size(data: ReportData, ycol: str, title: str, ytitle: str, *, limit: Map
         ymax = max([float(data.frame[ycol].max()), *limit.values()])
         ymin = max(float(data.frame[ycol][data.frame[ycol] > 0].min()) if (data.frame[ycol] > 0).any() else 1e-3, 1e-6)
         layout["yaxis"]["range"] = [math.log10(ymin) - 0.2, math.log10(ymax) + 0.3]
-    fig.update_layout(**layout)
-    return fig
+    return {"data": traces, "layout": layout}
 
 
-def latency_vs_size(data: ReportData) -> go.Figure:
+def latency_vs_size(data: ReportData) -> Figure:
     """Latency against message size, log-log; a dropdown picks the rank count."""
     return _by_size(data, "latency_us", "AllReduce latency vs message size", "latency (µs, log scale)")
 
@@ -365,7 +380,7 @@ def link_limits(meta: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-def busbw_vs_size(data: ReportData) -> go.Figure:
+def busbw_vs_size(data: ReportData) -> Figure:
     """Bus bandwidth against message size, with the topology's per-GPU link limit as a line."""
     return _by_size(
         data, "busbw_gbps", "Bus bandwidth vs message size", "bus bandwidth (GB/s, log scale)",
@@ -386,13 +401,16 @@ def chosen_sizes(data: ReportData, targets: Sequence[int] = DEFAULT_SIZES) -> li
     return out
 
 
-def latency_vs_ranks(data: ReportData, sizes: Sequence[int] = DEFAULT_SIZES) -> go.Figure:
+def latency_vs_ranks(data: ReportData, sizes: Sequence[int] = DEFAULT_SIZES) -> Figure:
     """Latency against rank count, one panel per chosen size (nearest available)."""
     chosen = chosen_sizes(data, sizes)
     groups = sorted({(v.topology, v.launch) for v in data.views}, key=lambda g: (data.topologies.index(g[0]), data.launches.index(g[1])))
     default_group = (data.views[data.default_view].topology, data.views[data.default_view].launch)
-    fig = make_subplots(rows=1, cols=len(chosen), subplot_titles=[f"size {size_label(s)}" for s in chosen],
-                        horizontal_spacing=0.07)
+    k = len(chosen)
+    gap = 0.07
+    width = (1.0 - gap * (k - 1)) / k
+    domains = [[round(i * (width + gap), 4), round(i * (width + gap) + width, 4)] for i in range(k)]
+    traces: list[dict[str, Any]] = []
     hover = "<b>%{fullData.name}</b><br>%{x} ranks, %{customdata[0]}<br>latency %{y:.3f} µs<br>busbw %{customdata[1]:.2f} GB/s<extra></extra>"
 
     f = data.frame
@@ -408,22 +426,28 @@ def latency_vs_ranks(data: ReportData, sizes: Sequence[int] = DEFAULT_SIZES) -> 
     for col, s in enumerate(chosen, start=1):
         for p, a in data.series:
             xs, ys, cd = curve(default_group, p, a, s)
-            fig.add_trace(
-                go.Scatter(
-                    x=xs, y=ys, customdata=cd, mode="lines+markers", name=data.series_name(p, a),
-                    legendgroup=data.series_name(p, a), showlegend=col == 1,
+            suffix = "" if col == 1 else str(col)
+            traces.append(
+                dict(
+                    type="scatter", x=xs, y=ys, customdata=cd, mode="lines+markers", name=data.series_name(p, a),
+                    legendgroup=data.series_name(p, a), showlegend=col == 1, xaxis=f"x{suffix}", yaxis=f"y{suffix}",
                     line=dict(color=data.colors[p], dash=data.dashes[a], width=2),
                     marker=dict(symbol=data.symbols[a], size=7, color=data.colors[p]), hovertemplate=hover,
-                ),
-                row=1, col=col,
+                )
             )
     ranks = data.ranks
-    for col in range(1, len(chosen) + 1):
-        fig.update_xaxes(title_text="ranks (GPUs)", tickvals=ranks, type="log" if len(ranks) > 2 and ranks[-1] / ranks[0] >= 8 else "linear",
-                         row=1, col=col)
-        fig.update_yaxes(type="log", exponentformat="none", row=1, col=col,
-                         title_text="latency (µs, log scale)" if col == 1 else None)
+    xtype = "log" if len(ranks) > 2 and ranks[-1] / ranks[0] >= 8 else "linear"
     layout = _base_layout("AllReduce latency vs rank count at fixed message sizes", height=560)
+    annotations = []
+    for col, (s, dom) in enumerate(zip(chosen, domains), start=1):
+        suffix = "" if col == 1 else str(col)
+        layout[f"xaxis{suffix}"] = dict(domain=dom, anchor=f"y{suffix}", title=dict(text="ranks (GPUs)"),
+                                        tickvals=ranks, type=xtype)
+        layout[f"yaxis{suffix}"] = dict(anchor=f"x{suffix}", type="log", exponentformat="none",
+                                        title=dict(text="latency (µs, log scale)" if col == 1 else ""))
+        annotations.append(dict(text=f"size {size_label(s)}", x=(dom[0] + dom[1]) / 2, y=1.0, xref="paper", yref="paper",
+                                xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=15)))
+    layout["annotations"] = annotations
     layout["legend"] = dict(title=dict(text="protocol · algorithm"), groupclick="togglegroup", tracegroupgap=0)
     if len(groups) > 1:
         buttons = []
@@ -438,11 +462,10 @@ def latency_vs_ranks(data: ReportData, sizes: Sequence[int] = DEFAULT_SIZES) -> 
         menu = _view_menu(data, buttons, "launch")
         menu["active"] = groups.index(default_group)
         layout["updatemenus"] = [menu]
-    fig.update_layout(**layout)
     if len(ranks) == 1:
-        fig.add_annotation(text=f"only one rank count ({ranks[0]}) in these results", xref="paper", yref="paper",
-                           x=1, y=1.08, xanchor="right", yanchor="bottom", showarrow=False, font=dict(color="#52606d"))
-    return fig
+        annotations.append(dict(text=f"only one rank count ({ranks[0]}) in these results", xref="paper", yref="paper",
+                                x=1, y=1.08, xanchor="right", yanchor="bottom", showarrow=False, font=dict(color="#52606d")))
+    return {"data": traces, "layout": layout}
 
 
 # ---------------------------------------------------------------------------
@@ -454,7 +477,7 @@ def _algo_shade(color: str, algorithm: str, algorithms: Sequence[str]) -> str:
     return [color, _mix(color, "#ffffff", 0.45), _mix(color, "#000000", 0.35), _mix(color, "#ffffff", 0.7)][i % 4]
 
 
-def winner_map(data: ReportData) -> go.Figure:
+def winner_map(data: ReportData) -> Figure:
     """For each (rank count, size), the fastest protocol × algorithm; hover gives the runner-up margin."""
     views, sizes = data.views, data.sizes
     winners: list[list[tuple[str, str] | None]] = []
@@ -495,26 +518,21 @@ def winner_map(data: ReportData) -> go.Figure:
         colorscale = [[0, "#ffffff"], [1, "#ffffff"]]
     z = [[index[w] if w is not None else None for w in row] for row in winners]
     text = [[(f"{w[0]}<br>{_ALGO_SHORT.get(w[1], w[1])}" if w is not None else "") for w in row] for row in winners]
-    fig = go.Figure(
-        go.Heatmap(
-            z=z, x=[size_label(s) for s in sizes], y=[v.label for v in views], zmin=-0.5, zmax=k - 0.5,
+    heat = dict(
+            type="heatmap", z=z, x=[size_label(s) for s in sizes], y=[v.label for v in views], zmin=-0.5, zmax=k - 0.5,
             colorscale=colorscale,
             text=text, texttemplate="%{text}", textfont=dict(size=10), customdata=hovers,
             hovertemplate="%{customdata}<extra></extra>", xgap=2, ygap=2, name="fastest",
             colorbar=dict(title=dict(text="fastest"), tickvals=list(range(len(won))),
                           ticktext=[data.series_name(p, a) for p, a in won], len=1.0, y=0.5, thickness=18),
-        )
     )
-    fig.update_layout(
-        **_base_layout(
+    return {"data": [heat], "layout": _base_layout(
             "Fastest protocol · algorithm per rank count and message size",
             xaxis=dict(title=dict(text="message size per rank"), type="category", tickangle=-45),
             yaxis=dict(title=dict(text="ranks"), type="category", autorange="reversed"),
             height=max(330, 150 + 62 * len(views)),
             margin=dict(l=110, r=30, t=70, b=90),
-        )
-    )
-    return fig
+    )}
 
 
 def _contrast(hex_color: str) -> str:
@@ -526,7 +544,7 @@ def _contrast(hex_color: str) -> str:
 # 5. breakdown
 
 
-def breakdown(data: ReportData, size: int = BREAKDOWN_SIZE) -> go.Figure:
+def breakdown(data: ReportData, size: int = BREAKDOWN_SIZE) -> Figure:
     """Stacked launch / synchronization / data / reduce per protocol × algorithm.
 
     A dropdown picks the rank count; a slider per rank count picks the size
@@ -557,14 +575,14 @@ def breakdown(data: ReportData, size: int = BREAKDOWN_SIZE) -> go.Figure:
 
     view0 = views[data.default_view]
     ys, cds, texts = values(view0, default_size)
-    fig = go.Figure()
+    traces: list[dict[str, Any]] = []
     hover = ("<b>%{x}</b><br>%{fullData.name}: %{y:.3f} µs (%{customdata[1]:.1f}% of %{customdata[2]:.3f} µs)"
              "<br>size %{customdata[0]}<extra></extra>")
     outline = [data.colors[p] for p, _ in data.series]
     for i, (_, name, color) in enumerate(COMPONENTS):
-        fig.add_trace(
-            go.Bar(
-                x=cats, y=ys[i], customdata=cds[i], text=texts[i], name=name, hovertemplate=hover,
+        traces.append(
+            dict(
+                type="bar", x=cats, y=ys[i], customdata=cds[i], text=texts[i], name=name, hovertemplate=hover,
                 marker=dict(color=color, line=dict(color=outline, width=2)), textposition="inside",
                 insidetextanchor="middle", textfont=dict(color=_contrast(color), size=11),
             )
@@ -599,8 +617,7 @@ def breakdown(data: ReportData, size: int = BREAKDOWN_SIZE) -> go.Figure:
     )
     if len(views) > 1:
         layout["updatemenus"] = [_view_menu(data, buttons)]
-    fig.update_layout(**layout)
-    return fig
+    return {"data": traces, "layout": layout}
 
 
 # ---------------------------------------------------------------------------
@@ -609,13 +626,15 @@ def breakdown(data: ReportData, size: int = BREAKDOWN_SIZE) -> go.Figure:
 #: Colours of event kinds in the Gantt; other kinds get _EXTRA_KIND_COLORS in name order.
 KIND_COLORS: dict[str, str] = {
     "launch": "#c7c7c7",
-    "sync": "#3b3b3b",
+    "sync": "#5b6478",
+    "loop": "#d5d9e0",
     "barrier": "#3b3b3b",
     "barrier wait": "#3b3b3b",
     "barrier_wait": "#3b3b3b",
-    "wait": "#6b6b6b",
+    "wait": "#8a8a8a",
     "poll": "#f2a93b",
     "store": "#4a7fb5",
+    "flag store": "#e07b91",
     "data": "#7fa7c9",
     "load": "#63b3c8",
     "fence": "#8e5bb5",
@@ -627,15 +646,72 @@ KIND_COLORS: dict[str, str] = {
 _EXTRA_KIND_COLORS = ("#b07aa1", "#9c755f", "#ff9da7", "#76b7b2", "#edc948", "#59a14f", "#e15759")
 
 
-def timeline_gantt(configs: Sequence[Mapping[str, Any]]) -> go.Figure:
+_COARSE_KINDS = ("launch", "sync", "data", "reduce")
+#: (label prefix, category) for events that carry only a coarse kind: the
+#: simulator's labels start with what the operation does.
+_LABEL_CATEGORIES = (
+    ("poll", "poll"),
+    ("fence", "fence"),
+    ("release fence", "fence"),
+    ("store", "store"),
+    ("issues store", "store"),
+    ("issues stage", "store"),
+    ("load", "load"),
+    ("issues load", "load"),
+    ("syncs the thread group", "wait"),
+    ("waits", "wait"),
+    ("loop", "loop"),
+)
+#: Drawing order and bar height of event categories: spans that contain
+#: others (launch, loops, waits, polls) are drawn first and tallest, the work
+#: inside them on top and thinner, so concurrent events on a rank stay visible.
+_LAYERS: dict[str, tuple[int, float]] = {
+    "launch": (0, 0.8), "loop": (1, 0.8), "sync": (2, 0.8), "wait": (3, 0.8), "barrier wait": (4, 0.8),
+    "barrier": (4, 0.8), "barrier_wait": (4, 0.8), "reduce": (5, 0.8), "write": (5, 0.8), "output": (5, 0.8),
+    "poll": (6, 0.6), "fence": (7, 0.6), "atomic": (8, 0.6), "data": (9, 0.45), "load": (10, 0.45),
+    "flag store": (11, 0.4), "store": (12, 0.4),
+}
+
+
+def event_category(kind: str, label: str) -> str:
+    """What the Gantt colours an event by.
+
+    An event with a specific kind (``poll``, ``barrier wait`` …) keeps it. One
+    with only a time-breakdown kind (``launch``, ``sync``, ``data``,
+    ``reduce``) is refined from its label: barrier operations become
+    ``barrier wait``, then polls, fences, stores (``flag store`` when they
+    synchronize), loads and waits; anything else keeps its kind.
+    """
+    if kind not in _COARSE_KINDS or kind in ("launch", "reduce"):
+        return kind
+    text = label.lower().strip()
+    if "barrier" in text:
+        return "barrier wait"
+    for prefix, category in _LABEL_CATEGORIES:
+        if text.startswith(prefix):
+            if category == "store" and kind == "sync":
+                return "flag store"
+            if category == "load" and kind == "sync":
+                return "wait"
+            return category
+    if text.startswith("issues") and kind == "sync":
+        return "flag store"
+    return kind
+
+
+def timeline_gantt(configs: Sequence[Mapping[str, Any]]) -> Figure:
     """A per-rank Gantt of simulated events; a dropdown picks the configuration."""
-    kinds_all = sorted({ev["kind"] for c in configs for ev in c["events"]})
+    configs = [
+        {**c, "events": [{**ev, "kind": event_category(ev["kind"], ev["label"]), "phase": ev["kind"]} for ev in c["events"]]}
+        for c in configs
+    ]
+    kinds_all = sorted({ev["kind"] for c in configs for ev in c["events"]}, key=lambda k: (_LAYERS.get(k, (5, 0.6))[0], k))
     extra = [k for k in kinds_all if k not in KIND_COLORS]
     colors = {k: KIND_COLORS.get(k) or _EXTRA_KIND_COLORS[extra.index(k) % len(_EXTRA_KIND_COLORS)] for k in kinds_all}
-    fig = go.Figure()
+    traces: list[dict[str, Any]] = []
     visible_sets = []
     hover = ("<b>%{customdata[0]}</b><br>rank %{customdata[1]}<br>%{base:.3f} – %{customdata[2]:.3f} µs"
-             " (%{x:.3f} µs)<br>%{customdata[3]}<extra>%{fullData.name}</extra>")
+             " (%{x:.3f} µs)<br>%{customdata[3]}<extra>%{fullData.name}</extra>")  # noqa: RUF001
     max_rank = 0
     for ci, c in enumerate(configs):
         members = []
@@ -645,24 +721,25 @@ def timeline_gantt(configs: Sequence[Mapping[str, Any]]) -> go.Figure:
             max_rank = max(max_rank, max(ev["rank"] for ev in evs))
             details = []
             for ev in evs:
-                bits = []
+                bits = [f"counted as {ev['phase']}"] if ev["phase"] != kind else []
                 if ev.get("peer") is not None:
                     bits.append(f"peer {ev['peer']}")
                 if ev.get("bytes"):
                     bits.append(f"{ev['bytes']} B")
                 details.append(", ".join(bits))
-            members.append(len(fig.data))
-            fig.add_trace(
-                go.Bar(
-                    orientation="h", y=[f"rank {ev['rank']}" for ev in evs],
+            members.append(len(traces))
+            traces.append(
+                dict(
+                    type="bar", orientation="h", y=[f"rank {ev['rank']}" for ev in evs],
                     x=[_r(ev["end_us"] - ev["start_us"], 4) for ev in evs], base=[_r(ev["start_us"], 4) for ev in evs],
                     customdata=[[ev["label"], ev["rank"], _r(ev["end_us"], 4), d] for ev, d in zip(evs, details)],
-                    name=kind, legendgroup=kind, marker=dict(color=colors[kind], line=dict(width=0.5, color="#ffffff")),
+                    name=kind, legendgroup=kind, width=_LAYERS.get(kind, (5, 0.6))[1],
+                    marker=dict(color=colors[kind], line=dict(width=0.5, color="#ffffff")),
                     hovertemplate=hover, visible=ci == 0,
                 )
             )
         visible_sets.append(members)
-    n = len(fig.data)
+    n = len(traces)
     buttons = []
     for ci, c in enumerate(configs):
         vis = [False] * n
@@ -682,5 +759,4 @@ def timeline_gantt(configs: Sequence[Mapping[str, Any]]) -> go.Figure:
     if len(configs) > 1:
         layout["updatemenus"] = [dict(type="dropdown", direction="down", active=0, buttons=buttons, x=0.0, xanchor="left",
                                       y=1.025, yanchor="bottom", name="configuration", **_MENU_STYLE)]
-    fig.update_layout(**layout)
-    return fig
+    return {"data": traces, "layout": layout}

@@ -112,8 +112,11 @@ def timelines_for(
             & (frame["size_bytes"] == key[3]) & (frame["launch"] == key[4])
         ]
         if len(match) == 0:
+            from collsim.units import format_size
+
             raise InputError(
-                f"timeline {key[0]}/{key[1]}/{key[2]}/{key[3]}B/{key[4]} is not a configuration of these results",
+                f"timeline {key[0]}/{key[1]}/{key[2]}/{format_size(key[3])}/{key[4]} is not a configuration of "
+                "these results (see the results table for the protocols, algorithms, ranks and sizes run)",
                 file=source, field="--timeline",
             )
         r = match.iloc[0]
