@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 from collsim.ir.buffers import Buffer
-from collsim.ir.expr import NRANKS, RANK, Expr, ceil_div
+from collsim.ir.expr import NRANKS, RANK, Const, Expr, ceil_div
 from collsim.ir.layout import LineLayout, Word, WordRole
-from collsim.ir.ops import Fill, NotEqual, PollUntil, Ref, Store
+from collsim.ir.ops import Fence, Fill, NotEqual, PollUntil, Ref, Store
 from collsim.ir.program import ProgramBuilder
 from collsim.ir.protocol import DataDomain, Exchange, Protocol, Recv, Send
-from collsim.ir.types import Scope, Sem
+from collsim.ir.types import FenceKind, Scope, Sem
 
 #: NCCL contrib's LSA_POISON, a NaN bit pattern that no finite float has.
 POISON = 0xFFFAFFFA
@@ -21,7 +21,8 @@ class Sentinel(Protocol):
     No flags and no barrier: full payload, one store per line. Three
     buffers rotate with ``seq``; after consuming ``seq`` a reader re-poisons
     its slot of ``seq - 1``, which no peer can be writing because a peer is
-    at most one phase ahead. Relies on a 16-byte store arriving whole, and
+    at most one phase ahead; a fence before each later phase of a launch
+    orders that re-poison before the stores that let a peer move on. Relies on a 16-byte store arriving whole, and
     on user data never containing the sentinel pattern. Source: NVIDIA/nccl
     contrib/custom_algos/allreduce (twoshot_mc_poison, LSA_POISON) and
     contrib/custom_algos/alltoall README (why three buffers).
@@ -47,6 +48,12 @@ class Sentinel(Protocol):
 
     def exchange(self, b: ProgramBuilder, ex: Exchange) -> None:
         seq = ex.seq
+        if not (isinstance(ex.phase, Const) and ex.phase.value == 0):
+            # A later phase of the same launch: the previous phase's polls and
+            # re-poison stores must be ordered before this phase's stores, or a
+            # peer that sees them could write a slot before this rank's
+            # re-poison of it lands. Between launches the kernel boundary does it.
+            b.emit(Fence(FenceKind.ACQ_REL, Scope.SYS, label="fence_between_phases"))
 
         def send(builder: ProgramBuilder, s: Send) -> None:
             builder.emit(Store(self._slot(s.to, RANK, seq, s.nbytes), s.data, Sem.RELAXED, Scope.SYS,

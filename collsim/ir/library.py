@@ -9,7 +9,7 @@ from __future__ import annotations
 from collsim.ir.buffers import Buffer
 from collsim.ir.expr import NRANKS, RANK, Expr
 from collsim.ir.layout import counter_layout
-from collsim.ir.ops import AtLeast, Equals, PollUntil, Ref, Store, SyncGroup
+from collsim.ir.ops import AtLeast, PollUntil, Ref, Store, SyncGroup
 from collsim.ir.program import ProgramBuilder
 from collsim.ir.protocol import PEER, PEER_INDEX
 from collsim.ir.types import Issuer, Scope, Sem
@@ -31,9 +31,12 @@ def barrier(
     wait_sem: Sem = Sem.ACQUIRE,
     label: str = "barrier",
 ) -> None:
-    """All-to-all barrier: store ``epoch`` into every peer's inbox, then poll every own inbox for it.
+    """All-to-all barrier: store ``epoch`` into every peer's inbox, then poll every own inbox until it reaches it.
 
-    The group syncs first, so every thread's earlier writes precede the
+    Epochs only grow, and the wait is "at least", not "equal": a peer that
+    passed this barrier may already have arrived at the next one and
+    overwritten its flag with a larger epoch before this rank looked
+    (NCCL's LSA barrier compares the same way, wrap-safe). The group syncs first, so every thread's earlier writes precede the
     leader's release, and again after, so no thread runs ahead of the
     leader's acquire (PyTorch symmetric memory's "pattern 1").
     """
@@ -45,7 +48,7 @@ def barrier(
         )
     with b.loop(PEER_INDEX.name, NRANKS - 1):
         b.emit(
-            PollUntil(Ref(inbox, RANK, region=PEER), Equals(epoch), wait_sem, Scope.SYS,
+            PollUntil(Ref(inbox, RANK, region=PEER), AtLeast(epoch), wait_sem, Scope.SYS,
                       issuer=Issuer.LEADER, label=f"{label}.wait")
         )
     b.emit(SyncGroup(label=f"{label}.sync_after"))
