@@ -308,3 +308,58 @@ def test_cli_all(tmp_path, verdict, capsys):
     assert _run_cli(["emit", "--all", "--out", str(tmp_path)]) == 0
     dirs = sorted(p.name for p in tmp_path.iterdir() if p.is_dir())
     assert dirs == sorted(f"{n}__{a}" for n, a in SHIPPED)
+
+
+# ---------------------------------------------------------------------------
+# Programs written by hand: constructs the shipped protocols do not use
+# ---------------------------------------------------------------------------
+def _hand_program(ops, registers=None):
+    from collsim.ir import Buffer, Program, counter_layout
+
+    return Program("hand", "one-shot", tuple(ops), (Buffer("flags", counter_layout(8), 1, 4, 1),), registers or {})
+
+
+def test_kernel_boundaries_split_the_program_into_launches():
+    from collsim.emit.cuda import generate_kernel_source
+    from collsim.emit.plan import plan_program
+    from collsim.ir import ITER, NRANKS, RANK, AtLeast, KernelBoundary, PollUntil, Ref, Scope, Sem, Store
+
+    ops = [
+        Store(Ref("flags", (RANK + 1) % NRANKS, region=RANK), None, Sem.RELEASE, Scope.SYS, flag=ITER + 1),
+        KernelBoundary(),
+        PollUntil(Ref("flags", RANK, region=(RANK + NRANKS - 1) % NRANKS), AtLeast(ITER + 1), Sem.ACQUIRE, Scope.SYS),
+        KernelBoundary(),
+    ]
+    plan = plan_program(_hand_program(ops), None)
+    assert len(plan.kernels) == 2
+    source = generate_kernel_source(plan)
+    assert "collsim_kernel_part0" in source and "collsim_kernel_part1" in source
+    part0, part1 = source.split("collsim_kernel_part1")
+    assert "p.ctrl[rank][chan] = iter + 1" not in part0  # ITER advances once per collective,
+    assert "p.ctrl[rank][chan] = iter + 1" in part1  # at the end of its last launch
+
+
+def test_constructs_without_a_translation_are_refused():
+    from collsim.emit.cuda import generate_kernel_source
+    from collsim.emit.plan import plan_program
+    from collsim.ir import RANK, Atomic, KernelBoundary, Loop, Ref, RmwOp, Scope, Sem
+
+    cas = [Atomic(RmwOp.CAS, Ref("flags", RANK), 1, Sem.ACQ_REL, Scope.SYS), KernelBoundary()]
+    with pytest.raises(EmitError, match="compare"):
+        generate_kernel_source(plan_program(_hand_program(cas), None))
+    weak = [Atomic(RmwOp.ADD, Ref("flags", RANK), 1, Sem.WEAK, Scope.SYS), KernelBoundary()]
+    with pytest.raises(EmitError, match="weak"):
+        generate_kernel_source(plan_program(_hand_program(weak), None))
+    nested = [Loop("k", 2, (KernelBoundary(),))]
+    with pytest.raises(EmitError, match="inside a loop"):
+        plan_program(_hand_program(nested), None)
+
+
+def test_acquire_atomic_without_result_is_an_atom():
+    from collsim.emit.cuda import generate_kernel_source
+    from collsim.emit.plan import plan_program
+    from collsim.ir import RANK, Atomic, KernelBoundary, Ref, RmwOp, Scope, Sem
+
+    ops = [Atomic(RmwOp.ADD, Ref("flags", RANK), 1, Sem.ACQ_REL, Scope.GPU), KernelBoundary()]
+    source = generate_kernel_source(plan_program(_hand_program(ops), None))
+    assert "atom.acq_rel.gpu.global.add.u64" in source and "red." not in source
