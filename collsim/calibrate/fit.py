@@ -151,6 +151,14 @@ class Param:
     asked_as: str = ""
     explicit: bool = True  # named directly (refusal is an error) rather than through a group
 
+    def at_bound(self, value: float) -> str:
+        """``"lower"``/``"upper"`` when ``value`` sits on that bound (the data pushes past the physical range)."""
+        if value <= self.lower * (1 + 1e-6):
+            return "lower"
+        if value >= self.upper * (1 - 1e-6):
+            return "upper"
+        return ""
+
 
 # ---------------------------------------------------------------------------
 # parameters of each model
@@ -496,6 +504,27 @@ def _hint(name: str, cfgs: Sequence[Config]) -> str:
     return ""
 
 
+def _relevant(name: str, ev: Evaluator, cfgs: Sequence[Config]) -> bool:
+    """False for a table entry keyed by a GPU generation or SM version none of the rows has.
+
+    Such entries (``ll_max_bw_gbps.volta`` in a fit to Hopper rows) are left
+    out of a table named as a whole rather than reported as unidentifiable.
+    """
+    from collsim.analytic.model import GENERATIONS
+
+    key = name.split(".")[-1]
+    if key in GENERATIONS:
+        return key in {ev.generation(c.topology, c.ranks) for c in cfgs}
+    if key.isdigit() and name.split(".")[0] == "nvlink_bw_per_link_gbps":
+        sms = set()
+        for c in cfgs:
+            info = ev._topology(c.topology).gpu_info(0)
+            sm = info.get("sm")
+            sms.add(str(int(round(float(sm) * 10)) if isinstance(sm, float) and sm < 20 else sm))
+        return key in sms
+    return True
+
+
 def identifiability(jac: np.ndarray, names: Sequence[str], cfgs: Sequence[Config] = ()) -> dict[str, str]:
     """``name -> reason`` for every parameter the Jacobian ``jac`` (rows x params) cannot determine.
 
@@ -509,7 +538,7 @@ def identifiability(jac: np.ndarray, names: Sequence[str], cfgs: Sequence[Config
         col = jac[:, j]
         if not np.all(np.isfinite(col)) or np.max(np.abs(col)) < MIN_SENSITIVITY:
             why = _hint(name, cfgs) or "no row's modelled latency depends on it"
-            refused[name] = f"{why} (Jacobian column ~0: a 1 % change moves no row by 0.001 %)"
+            refused[name] = f"{why}: zero Jacobian column"
         else:
             alive.append(j)
     if len(alive) < 2:
@@ -521,8 +550,7 @@ def identifiability(jac: np.ndarray, names: Sequence[str], cfgs: Sequence[Config
             cos = abs(gram[a, b])
             na, nb = names[alive[a]], names[alive[b]]
             if cos > MAX_COLLINEARITY and na not in refused and nb not in refused:
-                refused[nb] = (f"collinear with {na} (|cos| = {cos:.4f}): every row responds to both in the same "
-                               "proportion, so the data cannot separate them")
+                refused[nb] = f"collinear with {na} (|cos| = {cos:.4f}): the data cannot separate them"
     keep = [k for k, j in enumerate(alive) if names[j] not in refused]
     if len(keep) >= 2:
         sub = cols[:, keep]
@@ -532,8 +560,8 @@ def identifiability(jac: np.ndarray, names: Sequence[str], cfgs: Sequence[Config
             involved = [names[alive[keep[i]]] for i in np.argsort(-np.abs(v)) if abs(v[i]) > 0.25]
             for name in involved[1:]:
                 refused[name] = (f"jointly collinear with {', '.join(n for n in involved if n != name)} "
-                                 f"(singular value ratio {s[-1] / s[0]:.1e}): a combination of them leaves every "
-                                 "row unchanged")
+                                 f"(singular value ratio {s[-1] / s[0]:.1e}): a combination leaves every row "
+                                 "unchanged")
     return refused
 
 
@@ -706,6 +734,7 @@ def calibrate(
         raise InputError(f"rows span GPU generations {', '.join(gens)}; the des model has one cost file per "
                          "generation: fit one at a time (--topology)", file=source)
     resolved = resolve_params(ev.model, params, gens[0] if gens else "hopper")
+    resolved = [p for p in resolved if p.explicit or _relevant(p.name, ev, cfgs)] or resolved
     measured = rows["measured_us"].to_numpy(dtype=float)
     explicit_count = sum(1 for p in resolved if p.explicit) or 1
     if len(rows) < explicit_count + 2 or len(rows) < 3:

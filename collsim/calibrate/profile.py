@@ -102,6 +102,7 @@ def profile_document(
             "fitted": calibration.values[p.name],
             "bounds": [p.lower, p.upper],
             **({"asked_as": p.asked_as} if p.asked_as and p.asked_as != p.name else {}),
+            **({"at_bound": p.at_bound(calibration.values[p.name])} if p.at_bound(calibration.values[p.name]) else {}),
         }
         for p in calibration.params
     }

@@ -283,7 +283,9 @@ def to_markdown(v: Validation, *, heading: str = "###") -> str:
             lines.append(f"| {gen} | | not calibrated: {_cell(cal)} | | |")
             continue
         for p in cal.params:
-            lines.append(f"| {gen} | {len(cal.rows)} | `{p.name}` | {p.default:g} | {cal.values[p.name]:.4g} |")
+            bound = p.at_bound(cal.values[p.name])
+            note = f" (at {bound} bound)" if bound else ""
+            lines.append(f"| {gen} | {len(cal.rows)} | `{p.name}` | {p.default:g} | {cal.values[p.name]:.4g}{note} |")
         for name, why in cal.refused.items():
             not_fitted.append(f"- {gen}: `{name}` — {why}")
     if not_fitted:

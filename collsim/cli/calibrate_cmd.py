@@ -288,7 +288,9 @@ def calibrate_cmd(
     for name, justify in (("parameter", "left"), ("documented", "right"), ("fitted", "right"), ("bounds", "left")):
         t.add_column(name, justify=justify)
     for p in cal.params:
-        t.add_row(p.name, f"{p.default:g}", f"{cal.values[p.name]:.4g}", f"[{p.lower:g}, {p.upper:g}]")
+        bound = p.at_bound(cal.values[p.name])
+        t.add_row(p.name, f"{p.default:g}", f"{cal.values[p.name]:.4g}" + (f" (at {bound} bound)" if bound else ""),
+                  f"[{p.lower:g}, {p.upper:g}]")
     console.print(t)
     for name, why in cal.refused.items():
         console.print(f"not fitted: {name}: {why}", soft_wrap=True)
@@ -362,7 +364,9 @@ def validate_cmd(
         if isinstance(cal, str):
             console.print(f"{gen}: not calibrated: {cal}", soft_wrap=True)
             continue
-        values = ", ".join(f"{p.name}={cal.values[p.name]:.4g} (was {p.default:g})" for p in cal.params)
+        values = ", ".join(f"{p.name}={cal.values[p.name]:.4g} (was {p.default:g}"
+                           + (f", at {p.at_bound(cal.values[p.name])} bound)" if p.at_bound(cal.values[p.name]) else ")")
+                           for p in cal.params)
         console.print(f"{gen}: {values}", soft_wrap=True)
         for name, why in cal.refused.items():
             console.print(f"  not fitted: {name}: {why}", soft_wrap=True)
