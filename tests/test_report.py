@@ -329,7 +329,7 @@ def test_several_launch_modes_become_selector_entries():
     data = F.ReportData(f, {}, None)
     assert [v.label for v in data.views] == ["4 ranks · graph", "4 ranks · eager"]
     fig = go.Figure(F.latency_vs_ranks(data))
-    assert [b.label for b in fig.layout.updatemenus[0].buttons] == ["graph", "eager"]
+    assert [b.label for b in fig.layout.updatemenus[0].buttons] == ["launch: graph", "launch: eager"]
     assert len(fig.data) == 14 * 3  # 8 B, 4 KiB, 1 MiB
     html = build_report(f, {"collsim_version": __import__("collsim").__version__})
     assert "only one rank count" in html

@@ -437,12 +437,17 @@ def latency_vs_ranks(data: ReportData, sizes: Sequence[int] = DEFAULT_SIZES) -> 
             )
     ranks = data.ranks
     xtype = "log" if len(ranks) > 2 and ranks[-1] / ranks[0] >= 8 else "linear"
+    ticks: list[int] = []  # from the largest down, leaving out ranks too close to label (64 next to 72)
+    for n in reversed(ranks):
+        if not ticks or (math.log2(ticks[-1] / n) >= 0.3 if xtype == "log" else (ticks[-1] - n) >= (ranks[-1] - ranks[0]) / 12):
+            ticks.append(n)
+    ticks.reverse()
     layout = _base_layout("AllReduce latency vs rank count at fixed message sizes", height=560)
     annotations = []
     for col, (s, dom) in enumerate(zip(chosen, domains), start=1):
         suffix = "" if col == 1 else str(col)
         layout[f"xaxis{suffix}"] = dict(domain=dom, anchor=f"y{suffix}", title=dict(text="ranks (GPUs)"),
-                                        tickvals=ranks, type=xtype)
+                                        tickvals=ticks, tickangle=0, type=xtype)
         layout[f"yaxis{suffix}"] = dict(anchor=f"x{suffix}", type="log", exponentformat="none",
                                         title=dict(text="latency (µs, log scale)" if col == 1 else ""))
         annotations.append(dict(text=f"size {size_label(s)}", x=(dom[0] + dom[1]) / 2, y=1.0, xref="paper", yref="paper",
@@ -457,7 +462,8 @@ def latency_vs_ranks(data: ReportData, sizes: Sequence[int] = DEFAULT_SIZES) -> 
                 for p, a in data.series:
                     xs, ys, cd = curve(g, p, a, s)
                     xs_all.append(xs), ys_all.append(ys), cd_all.append(cd)
-            label = " · ".join(x for x in ((g[0] if len(data.topologies) > 1 else ""), (g[1] if len(data.launches) > 1 else "")) if x)
+            label = " · ".join(x for x in ((g[0] if len(data.topologies) > 1 else ""),
+                                           (f"launch: {g[1] or '?'}" if len(data.launches) > 1 else "")) if x)
             buttons.append(dict(label=label or "all", method="restyle", args=[{"x": xs_all, "y": ys_all, "customdata": cd_all}]))
         menu = _view_menu(data, buttons, "launch")
         menu["active"] = groups.index(default_group)

@@ -7,7 +7,6 @@ Output is deterministic: fixed div ids, sorted inputs, no clock.
 from __future__ import annotations
 
 import html
-import json
 import os
 import re
 import tempfile
@@ -18,7 +17,6 @@ from typing import Any
 
 import pandas as pd
 
-from collsim.errors import InputError
 from collsim.report import figures as F
 from collsim.report.data import (
     FLOAT_COLUMNS,
