@@ -236,8 +236,11 @@ def test_every_section_is_present(full_html):
 
 
 def test_date_comes_from_results_only(tiny):
-    html = build_report(tiny, synthetic_meta(date="2026-01-02"))
+    failed = [{"topology": "hgx-h100", "ranks": 8, "algorithm": "ring", "protocol": "ll", "launch": "graph",
+               "size_bytes": 4096, "error": "model crashed", "attempts": 2}]
+    html = build_report(tiny, synthetic_meta(date="2026-01-02", failed=failed))
     assert "2026-01-02" in html
+    assert "Failed (1)" in html and "ll/ring/8/graph/4 KiB: model crashed" in html
 
 
 def test_verification_table_and_counterexample_anchor(full_html):

@@ -154,6 +154,14 @@ def _header(frame: pd.DataFrame, meta: Mapping[str, Any], data: F.ReportData) ->
         if isinstance(s, Mapping) and s.get("reason"):
             skipped.append(str(s["reason"]))
     skipped = list(dict.fromkeys(skipped))
+    failed = []
+    for f in meta.get("failed") or []:
+        if isinstance(f, Mapping):
+            where = "/".join(str(f[k]) for k in ("protocol", "algorithm", "ranks", "launch") if f.get(k) is not None)
+            size = f.get("size_bytes")
+            if isinstance(size, int):
+                where += f"/{F.size_label(size)}"
+            failed.append(f"{where}: {f.get('error', 'failed')}")
     return {
         "scenario": str(scen.get("name") or "results"),
         "description": str(scen.get("description") or summary.get("description") or ""),
@@ -167,6 +175,7 @@ def _header(frame: pd.DataFrame, meta: Mapping[str, Any], data: F.ReportData) ->
         "costs": _flatten(costs) if costs else [],
         "run": run,
         "skipped": skipped,
+        "failed": failed,
         "dropped": int(meta.get("dropped_rows") or frame.attrs.get("dropped_rows") or 0),
         "source": str(meta.get("results_file") or ""),
     }
