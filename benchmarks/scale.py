@@ -1,7 +1,8 @@
 """Wall time of whole scenarios, serially and on a process pool (optionally a Dask cluster).
 
-For each scenario and executor: the time to start the workers (and import
-collsim on them), the time to cost every row, and simulations per second.
+For each scenario and executor: the time to start the workers (and have
+each import collsim and build the topology, by costing one row), the time
+to cost every row, and simulations per second.
 The records of every executor are checked against the serial ones (they
 must be identical).
 
@@ -27,12 +28,11 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SCENARIOS = ("scenarios/8gpu.yaml", "scenarios/nvl72.yaml")
 
 
-def _warm(_: int) -> int:
-    """A task that makes a worker import what a row needs (the timing of 'start')."""
-    import collsim.results  # noqa: F401
-    from collsim.models import list_models
+def _warm(row) -> int:
+    """Cost one row: a worker imports what rows need and builds the topology (counted in 'start')."""
+    from collsim.results import run_row
 
-    list_models()
+    run_row(row)
     return os.getpid()
 
 
@@ -62,7 +62,7 @@ def measure(scenario_path: str, model: str | None, executor: str, workers: int, 
     else:
         ex = open_executor("dask", scheduler=scheduler, workers=None if scheduler else workers)
     try:
-        map_tasks(_warm, range(ex.workers * 4), executor=ex, chunksize=1)
+        map_tasks(_warm, [rows[0]] * (ex.workers * 2), executor=ex, chunksize=1)
         t1 = time.perf_counter()
         records = run_rows(rows, executor=ex)
         t2 = time.perf_counter()

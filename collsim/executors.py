@@ -257,7 +257,7 @@ class _FuturesExecutor(Executor):
             except Exception as exc:  # noqa: BLE001 - nowhere left to run: these items fail for good
                 detail = traceback.format_exc()
                 for i in indices:
-                    outcomes[i].attempts = max(outcomes[i].attempts, retries) + 1
+                    outcomes[i].attempts += 1
                     outcomes[i].value, outcomes[i].error, outcomes[i].detail = None, _describe(exc), detail
                     on_outcome(outcomes[i])
                 return
@@ -473,9 +473,10 @@ class _DaskExecutor(_FuturesExecutor):
             self._ac = None
 
     def _cancel(self) -> None:
-        if self._ac is not None:
+        ac, self._ac = self._ac, None
+        if ac is not None:
             try:
-                self._client.cancel(list(self._ac.futures))
+                self._client.cancel(list(ac.futures))
             except Exception:  # noqa: BLE001 - best effort on the way out
                 pass
 

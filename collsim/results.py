@@ -19,8 +19,14 @@ of ``results.csv`` and listed under ``failed`` in ``results.json`` with its
 configuration and the error, and every other row is kept.
 
 A scenario with ``sweep:`` runs every row once per combination of the swept
-cost parameters; each parameter becomes a column of ``results.csv`` (after
-``op``), the combinations outermost in row order (last parameter fastest).
+cost parameters (combinations outermost in row order, last parameter
+fastest) and writes one ordinary result set per combination, in a
+subdirectory named after it (``poll_period_us=0.05,remote_write_us=0.4/``),
+plus ``sweep.csv`` listing the combinations, their directories and counts.
+Each subdirectory's files are exactly what a run with those ``costs:`` would
+write (``results.json`` also says ``sweep_point``), so every tool that reads
+results reads them. In Python, :func:`run_scenario` returns all combinations
+in one DataFrame with a column per swept parameter (after ``op``).
 """
 from __future__ import annotations
 
@@ -32,6 +38,7 @@ import io
 import json
 import os
 import pickle
+import re
 import sys
 import tempfile
 import threading
@@ -108,6 +115,29 @@ def result_columns(sweep_keys: Sequence[str] = ()) -> tuple[str, ...]:
         return COLUMNS
     at = COLUMNS.index("op") + 1
     return COLUMNS[:at] + tuple(sweep_keys) + COLUMNS[at:]
+
+
+#: Columns of sweep.csv (the index of a sweep's result sets) around the swept parameters.
+SWEEP_INDEX_COLUMNS: tuple[str, ...] = ("point", "directory", "rows", "skipped", "failed")
+
+
+def sweep_directories(points: Sequence[tuple[tuple[str, Any], ...]]) -> list[str]:
+    """The subdirectory of each sweep point: ``key=value`` pairs joined by ``,`` (deterministic).
+
+    Characters other than letters, digits and ``._=,+-`` become ``_``; a name
+    that would repeat another or exceed 120 characters becomes ``point-N``.
+
+    >>> sweep_directories([(("poll_period_us", 0.05), ("remote_write_us", 0.4)), (("poll_period_us", 0.1),)])
+    ['poll_period_us=0.05,remote_write_us=0.4', 'poll_period_us=0.1']
+    """
+    names: list[str] = []
+    width = len(str(len(points)))
+    for i, point in enumerate(points, 1):
+        name = re.sub(r"[^A-Za-z0-9._=,+-]", "_", ",".join(f"{k}={v}" for k, v in point))
+        if not name or len(name) > 120 or name in names or name.startswith("."):
+            name = f"point-{i:0{width}d}"
+        names.append(name)
+    return names
 
 
 # ---------------------------------------------------------------------------
@@ -349,6 +379,8 @@ class RunOutput:
     out_dir: Path | None = None
     failed: list[Failed] = field(default_factory=list)
     executor: str = "local"
+    #: ``(point, subdirectory)`` of each sweep combination (empty without a sweep).
+    points: list[tuple[tuple[tuple[str, Any], ...], str]] = field(default_factory=list)
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -585,15 +617,18 @@ def format_json(
     records: Sequence[Mapping[str, Any]],
     skipped: Sequence[Skipped],
     failed: Sequence[Failed] = (),
+    sweep_point: Mapping[str, Any] | None = None,
 ) -> str:
     """results.json as text: metadata plus the rows (same precision as the CSV), no timestamps.
 
     ``failed`` lists the rows whose model kept raising (configuration,
     ``error``, ``attempts``); nothing in the file says where rows ran.
+    ``sweep_point``, for one combination of a sweep, is recorded as such
+    (``scenario`` and ``costs`` are then those of the combination).
     """
     from collsim import __version__
 
-    columns = result_columns(getattr(scenario, "sweep_keys", ()))
+    columns = COLUMNS
 
     topo = scenario.topology
     try:
@@ -606,6 +641,7 @@ def format_json(
         "topology": {"name": topo.name, "num_gpus": topo.num_gpus, "summary": _jsonable(summary)},
         "model": model,
         "costs": _jsonable(dict(scenario.costs)),
+        **({"sweep_point": _jsonable(dict(sweep_point))} if sweep_point is not None else {}),
         "columns": list(columns),
         "skipped": [s.to_dict() for s in skipped],
         "failed": [_jsonable(f.to_dict()) for f in failed],
@@ -617,34 +653,86 @@ def format_json(
 def write_results(out_dir: str | Path, files: Mapping[str, str]) -> list[Path]:
     """Write ``{name: text}`` into ``out_dir`` atomically; return the paths written.
 
-    Every file goes to a temporary name in ``out_dir`` first; only when all
-    are written are they renamed into place. On failure the temporaries (and
-    ``out_dir``, if this call created it) are removed.
+    A name may hold subdirectories (``"a=1/results.csv"``). Every file goes
+    to a temporary name in its directory first; only when all are written
+    are they renamed into place. On failure the temporaries (and the
+    directories this call created, ``out_dir`` included) are removed.
     """
     out = Path(out_dir)
-    created = not out.exists()
-    temps: list[tuple[str, Path]] = []
+    made: list[Path] = []
+    temps: list[tuple[Path, Path]] = []
+
+    def mkdir(path: Path) -> None:
+        missing = [p for p in (path, *path.parents) if not p.exists()]
+        path.mkdir(parents=True, exist_ok=True)
+        made.extend(sorted(missing, key=lambda p: len(p.parts)))
+
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        mkdir(out)
         for name, text in files.items():
-            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=out)
-            temps.append((name, Path(tmp)))
+            target = out / name
+            mkdir(target.parent)
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+            temps.append((target, Path(tmp)))
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
                 handle.write(text)
         paths = []
-        for name, tmp in temps:
-            os.replace(tmp, out / name)
-            paths.append(out / name)
+        for target, tmp in temps:
+            os.replace(tmp, target)
+            paths.append(target)
         return paths
     except BaseException:
         for _, tmp in temps:
             tmp.unlink(missing_ok=True)
-        if created:
+        for path in reversed(made):
             try:
-                out.rmdir()
+                path.rmdir()
             except OSError:
                 pass
         raise
+
+
+def _sweep_files(
+    scenario: Any,
+    model: str,
+    records: Sequence[Mapping[str, Any]],
+    static: Sequence[Skipped],
+    unsupported: Sequence[Mapping[str, Any]],
+    failed: Sequence[Failed],
+    points: Sequence[tuple[tuple[str, Any], ...]],
+    directories: Sequence[str],
+) -> dict[str, str]:
+    """results.csv/json per sweep point (in its directory) and the sweep.csv index.
+
+    ``static`` are the combinations no point can run (protocol/algorithm/ranks;
+    their ``rows`` count every point), ``unsupported`` the records a model declined.
+    """
+    keys = tuple(scenario.sweep_keys)
+    n_points = max(1, len(points))
+
+    def point_of(values: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+        return tuple((k, values.get(k)) for k in keys)
+
+    files: dict[str, str] = {}
+    index = io.StringIO()
+    writer = csv.writer(index, lineterminator="\n")
+    writer.writerow(SWEEP_INDEX_COLUMNS[:1] + keys + SWEEP_INDEX_COLUMNS[1:])
+    for number, (point, directory) in enumerate(zip(points, directories), 1):
+        mine = [r for r in records if point_of(r) == point]
+        lost = [f for f in failed if point_of(dict(f.config)) == point]
+        skipped = [dataclasses.replace(s, rows=s.rows // n_points) for s in static] + [
+            Skipped(r["ranks"], r["algorithm"], r["protocol"], r["note"].removeprefix("skipped: "))
+            for r in unsupported
+            if point_of(r) == point
+        ]
+        view = dataclasses.replace(scenario, costs=scenario.costs_for(point), sweep=())
+        files[f"{directory}/results.csv"] = format_csv(mine)
+        files[f"{directory}/results.json"] = format_json(view, model, mine, skipped, lost, sweep_point=dict(point))
+        writer.writerow(
+            [number, *(_fmt("", v) for _, v in point), directory, len(mine), sum(s.rows for s in skipped), len(lost)]
+        )
+    files["sweep.csv"] = index.getvalue()
+    return files
 
 
 @contextmanager
@@ -718,18 +806,23 @@ def execute(
     ]
     unsupported = [r for r in records if r["latency_us"] is None and "error" not in r]
     records = [r for r in records if r["latency_us"] is not None]
+    static = list(skipped)
     for r in unsupported:
         skipped.append(Skipped(r["ranks"], r["algorithm"], r["protocol"], r["note"].removeprefix("skipped: ")))
     result = RunOutput(scenario, model_name, records, skipped, failed=failed, executor=label)
+    points = scenario.sweep_points() if scenario.sweep else []
+    directories = sweep_directories(points)
+    result.points = list(zip(points, directories))
     if write:
         out_dir = Path(out) if out is not None else scenario.output
-        write_results(
-            out_dir,
-            {
-                "results.csv": format_csv(records, result.columns),
+        if points:
+            files = _sweep_files(scenario, model_name, records, static, unsupported, failed, points, directories)
+        else:
+            files = {
+                "results.csv": format_csv(records),
                 "results.json": format_json(scenario, model_name, records, skipped, failed),
-            },
-        )
+            }
+        write_results(out_dir, files)
         result.out_dir = out_dir
     return result
 
@@ -777,8 +870,10 @@ def run_scenario(
     -------
     pandas.DataFrame
         One row per configuration, columns :data:`COLUMNS` (plus one per swept
-        parameter, after ``op``). ``df.attrs`` holds ``scenario``, ``model``,
-        ``skipped``, ``failed`` (rows whose model kept raising) and ``out_dir``.
+        parameter, after ``op``, for every sweep point at once). ``df.attrs``
+        holds ``scenario``, ``model``, ``skipped``, ``failed`` (rows whose
+        model kept raising), ``out_dir`` and, with a sweep, ``sweep_points``
+        (``[{"point": {...}, "directory": ...}]``).
     """
     result = execute(path_or_model, out=out, model=model, progress=progress, write=write,
                      executor=executor, workers=workers, scheduler=scheduler)
@@ -787,5 +882,7 @@ def run_scenario(
     frame.attrs["model"] = result.model
     frame.attrs["skipped"] = [s.to_dict() for s in result.skipped]
     frame.attrs["failed"] = [f.to_dict() for f in result.failed]
+    if result.points:
+        frame.attrs["sweep_points"] = [{"point": dict(p), "directory": d} for p, d in result.points]
     frame.attrs["out_dir"] = str(result.out_dir) if result.out_dir is not None else None
     return frame

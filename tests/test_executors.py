@@ -60,11 +60,12 @@ def serial_files(tmp_path_factory):
     path = base / "small.yaml"
     path.write_text(SCENARIO)
     results.execute(path, out=base / "out")
-    return path, {name: (base / "out" / name).read_bytes() for name in ("results.csv", "results.json")}
+    return path, _files(base / "out")
 
 
 def _files(out: Path) -> dict[str, bytes]:
-    return {name: (out / name).read_bytes() for name in ("results.csv", "results.json")}
+    """Every file under ``out`` (a sweep writes one directory per point), by relative path."""
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
 
 
 # ---------------------------------------------------------------------------
@@ -76,8 +77,10 @@ def test_processes_cli_same_bytes_as_serial(serial_files, collsim_cli, tmp_path)
     code, out, err = collsim_cli("run", path, "--out", tmp_path / "p", "--executor", "processes", "--workers", "2", "-q")
     assert code == 0, err
     assert _files(tmp_path / "p") == serial
-    header = serial["results.csv"].decode().splitlines()[0].split(",")
-    assert header[header.index("op") + 1] == "launch_overhead_us"
+    assert sorted(serial) == [
+        "launch_overhead_us=3/results.csv", "launch_overhead_us=3/results.json",
+        "launch_overhead_us=4.5/results.csv", "launch_overhead_us=4.5/results.json", "sweep.csv",
+    ]
 
 
 def test_dask_cli_same_bytes_as_serial(serial_files, dask_executor, collsim_cli, tmp_path):

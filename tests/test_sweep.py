@@ -1,4 +1,4 @@
-"""sweep: one result set per combination of cost parameters, as extra columns of one results.csv."""
+"""sweep: one result set per combination of cost parameters, one directory each, and sweep.csv."""
 from __future__ import annotations
 
 import json
@@ -23,7 +23,7 @@ model: analytic
 """
 
 
-def test_expansion_order_and_columns(write_scenario, tmp_path):
+def test_expansion_order_and_outputs(write_scenario, tmp_path):
     path = write_scenario(
         BASE + "sweep:\n  launch_overhead_us: [2, 5.5]\n  base_latency_us.ll: '6..8 +1'\n", name="sw.yaml"
     )
@@ -35,34 +35,73 @@ def test_expansion_order_and_columns(write_scenario, tmp_path):
     rows, skipped = results.expand_rows(scen)
     assert len(rows) == 6 * 2 * 2 * 2  # points x ranks x protocols x sizes
     assert [r.sweep for r in rows[:8]] == [points[0]] * 8  # combinations outermost
-    df = collsim.run_scenario(path, out=tmp_path / "o")
+    out = tmp_path / "o"
+    df = collsim.run_scenario(path, out=out)
+    # In Python: every point in one frame, a column per swept parameter after op.
     columns = list(results.COLUMNS)
     at = columns.index("op") + 1
     assert list(df.columns) == columns[:at] + ["launch_overhead_us", "base_latency_us.ll"] + columns[at:]
-    csv = pd.read_csv(tmp_path / "o" / "results.csv", keep_default_na=False)
-    assert list(csv.columns) == list(df.columns) and len(csv) == 48
+    assert len(df) == 48
     # Each point's costs reached the model: eager launch pays launch_overhead_us ...
-    assert (csv["launch_us"] == csv["launch_overhead_us"]).all()
+    assert (df["launch_us"] == df["launch_overhead_us"]).all()
     # ... and LL's base latency moves sync time one for one, LL128's does not.
-    ll = csv[(csv.protocol == "ll") & (csv.launch_overhead_us == 2)].set_index(["ranks", "size_bytes", "base_latency_us.ll"])
+    ll = df[(df.protocol == "ll") & (df.launch_overhead_us == 2)].set_index(["ranks", "size_bytes", "base_latency_us.ll"])
     assert ll.loc[(8, 8, 8), "sync_us"] - ll.loc[(8, 8, 6), "sync_us"] == pytest.approx(2.0)
-    ll128 = csv[csv.protocol == "ll128"].groupby(["ranks", "size_bytes", "launch_overhead_us"])["sync_us"].nunique()
+    ll128 = df[df.protocol == "ll128"].groupby(["ranks", "size_bytes", "launch_overhead_us"])["sync_us"].nunique()
     assert (ll128 == 1).all()
-    doc = json.loads((tmp_path / "o" / "results.json").read_text())
-    assert doc["scenario"]["sweep"] == {"launch_overhead_us": [2, 5.5], "base_latency_us.ll": [6, 7, 8]}
-    assert doc["columns"] == list(df.columns)
-    assert doc["rows"][0]["launch_overhead_us"] == 2 and doc["failed"] == []
+    # On disk: sweep.csv, then one ordinary result set per point.
+    index = pd.read_csv(out / "sweep.csv", keep_default_na=False)
+    assert list(index.columns) == ["point", "launch_overhead_us", "base_latency_us.ll", "directory", "rows",
+                                   "skipped", "failed"]
+    assert index["directory"].tolist() == [f"launch_overhead_us={a},base_latency_us.ll={b}"
+                                           for a in (2, 5.5) for b in (6, 7, 8)]
+    assert index["point"].tolist() == [1, 2, 3, 4, 5, 6] and (index["rows"] == 8).all()
+    assert df.attrs["sweep_points"][1] == {"point": {"launch_overhead_us": 2, "base_latency_us.ll": 7},
+                                          "directory": "launch_overhead_us=2,base_latency_us.ll=7"}
+    assert not (out / "results.csv").exists()
+    for (a, b), directory in zip([(a, b) for a in (2, 5.5) for b in (6, 7, 8)], index["directory"]):
+        csv = pd.read_csv(out / directory / "results.csv", keep_default_na=False)
+        assert list(csv.columns) == columns and len(csv) == 8
+        assert (csv["launch_us"] == a).all()
+        doc = json.loads((out / directory / "results.json").read_text())
+        assert doc["sweep_point"] == {"launch_overhead_us": a, "base_latency_us.ll": b}
+        assert doc["costs"] == {"launch_overhead_us": a, "base_latency_us": {"ll": b}}
+        assert doc["columns"] == columns and len(doc["rows"]) == 8 and doc["failed"] == []
+        assert "sweep" not in doc["scenario"]
+
+
+def test_a_point_is_what_a_run_with_those_costs_writes(write_scenario, tmp_path):
+    swept = write_scenario(BASE + "sweep: {launch_overhead_us: [2, 3]}\n", name="a.yaml")
+    single = write_scenario(BASE.replace("model: analytic", "name: a\nmodel: analytic") + "costs: {launch_overhead_us: 3}\n",
+                            name="b.yaml")
+    collsim.run_scenario(swept, out=tmp_path / "swept")
+    collsim.run_scenario(single, out=tmp_path / "single")
+    assert (tmp_path / "swept/launch_overhead_us=3/results.csv").read_bytes() == \
+        (tmp_path / "single/results.csv").read_bytes()
+    doc = json.loads((tmp_path / "swept/launch_overhead_us=3/results.json").read_text())
+    ref = json.loads((tmp_path / "single/results.json").read_text())
+    assert doc.pop("sweep_point") == {"launch_overhead_us": 3}
+    for d in (doc, ref):
+        d["scenario"].pop("source")
+    assert doc == ref
 
 
 def test_same_sweep_same_bytes(write_scenario, tmp_path):
     path = write_scenario(BASE + "sweep: {launch_overhead_us: '0.05..0.2 +0.05'}\n")
     for name in ("a", "b"):
         collsim.run_scenario(path, out=tmp_path / name)
-    for name in ("results.csv", "results.json"):
+    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    assert len(files) == 9
+    for name in files:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
-    values = pd.read_csv(tmp_path / "a" / "results.csv")["launch_overhead_us"].unique().tolist()
-    assert values == [0.05, 0.1, 0.15, 0.2]
-    assert ",0.15," in (tmp_path / "a" / "results.csv").read_text()  # exact decimals, not 0.15000000000000002
+    index = pd.read_csv(tmp_path / "a" / "sweep.csv")
+    assert index["launch_overhead_us"].tolist() == [0.05, 0.1, 0.15, 0.2]
+    assert "launch_overhead_us=0.15" in index["directory"].tolist()  # exact decimals, not 0.15000000000000002
+
+
+def test_directory_names():
+    assert results.sweep_directories([(("a", 1),), (("a", "x/y"),), (("a", "x:y"),)]) == ["a=1", "a=x_y", "point-3"]
+    assert results.sweep_directories([(("k" * 130, 1),)]) == ["point-1"]
 
 
 def test_cli_table_shows_sweep_columns(write_scenario, collsim_cli, tmp_path, monkeypatch):
@@ -77,9 +116,10 @@ def test_cli_table_shows_sweep_columns(write_scenario, collsim_cli, tmp_path, mo
 
 def test_without_sweep_nothing_changes(write_scenario, tmp_path):
     df = collsim.run_scenario(write_scenario(BASE), out=tmp_path / "o")
-    assert list(df.columns) == list(results.COLUMNS)
+    assert list(df.columns) == list(results.COLUMNS) and "sweep_points" not in df.attrs
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["results.csv", "results.json"]
     doc = json.loads((tmp_path / "o" / "results.json").read_text())
-    assert "sweep" not in doc["scenario"] and doc["columns"] == list(results.COLUMNS)
+    assert "sweep" not in doc["scenario"] and "sweep_point" not in doc and doc["columns"] == list(results.COLUMNS)
 
 
 def test_costs_and_sweep_merge(write_scenario):
@@ -160,3 +200,20 @@ def test_parse_sweep_range():
     for bad in ("1..", "a..b", "1..2 x1", "0..8 x2", "1..2 +0", "2..1"):
         with pytest.raises(InputError):
             parse_sweep_range(bad)
+
+
+def test_interrupted_sweep_write_leaves_nothing(write_scenario, tmp_path, monkeypatch):
+    path = write_scenario(BASE + "sweep: {launch_overhead_us: [1, 2, 3]}\n")
+    real_mkstemp = results.tempfile.mkstemp
+    calls = []
+
+    def flaky(*args, **kwargs):
+        calls.append(kwargs.get("dir"))
+        if len(calls) == 4:  # the second point's results.json
+            raise OSError("disk full")
+        return real_mkstemp(*args, **kwargs)
+
+    monkeypatch.setattr(results.tempfile, "mkstemp", flaky)
+    with pytest.raises(OSError):
+        collsim.run_scenario(path, out=tmp_path / "out" / "deeper")
+    assert not (tmp_path / "out").exists()  # temporaries and the directories made for them are gone

@@ -154,15 +154,24 @@ def run(
     for line in _failure_summary(result.failed):
         err.print(line, soft_wrap=True)
     sizes = f"{format_size(min(scen.sizes))}..{format_size(max(scen.sizes))}"
-    console.print(
-        f"{len(result.records)} rows ({sizes}) -> {result.out_dir / 'results.csv'}, {result.out_dir / 'results.json'}",
-        soft_wrap=True,
-    )
+    if result.points:
+        first = result.out_dir / result.points[0][1]
+        console.print(
+            f"{len(result.records)} rows ({sizes}), {len(result.points)} sweep points -> {result.out_dir / 'sweep.csv'}"
+            f" and one directory per point ({first / 'results.csv'}, ...)",
+            soft_wrap=True,
+        )
+    else:
+        console.print(
+            f"{len(result.records)} rows ({sizes}) -> {result.out_dir / 'results.csv'}, {result.out_dir / 'results.json'}",
+            soft_wrap=True,
+        )
     if result.failed:
         total = len(result.records) + len(result.failed)
+        where = "each point's results.json" if result.points else str(result.out_dir / "results.json")
         raise CollsimError(
             f"{len(result.failed)} of {total} configurations failed (listed above and under 'failed' in "
-            f"{result.out_dir / 'results.json'}); the other {len(result.records)} rows were written"
+            f"{where}); the other {len(result.records)} rows were written"
         )
 
 
