@@ -53,7 +53,7 @@ FIELD_HELP: dict[str, str] = {
     "output": "output directory (default: reports/<name>)",
     "costs": "cost-parameter overrides, checked by the model",
     "sweep": "cost parameters to sweep, each a list or a range such as '0.05..0.2 +0.05'; one result set per "
-    "combination, as extra columns of the same results.csv",
+    "combination, each in its own directory, listed in sweep.csv",
 }
 
 
