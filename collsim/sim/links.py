@@ -6,36 +6,47 @@ separate pipe), each rank's store and load *engines* (its CTAs together:
 ``channels × per-CTA bandwidth``) and each rank's HBM.
 
 A transfer of ``n`` bytes over pipes ``p1..pk`` starting at ``t`` is costed
-as a whole, with no per-byte or per-line events, by a fluid first-fit rule:
-on every pipe it takes ``n / capacity`` of the pipe's earliest idle time
-from ``t`` on (filling gaps between transfers already placed there), and it
-finishes when the last pipe has carried its bytes. Two transfers that share
-a pipe therefore share its bandwidth (the one placed second waits for, or
-fills around, the first), a transfer never runs faster than its slowest
-pipe, and a pipe with spare capacity (a 370 GB/s port behind a 70 GB/s CTA)
-is charged only for the bytes that really crossed it. Because placements
-fill idle gaps, the result does not depend on transfers being placed in
-time order. The makespan of a set of transfers equals a fair-sharing
-(processor-sharing) fluid model's; their individual finish times are
-first-come first-served instead of equalized.
+as a whole, with no per-byte or per-line events, by a fluid rule: every
+pipe records the rate already allocated to transfers over time; the new
+transfer runs, from ``t`` on, at the largest rate every one of its pipes
+still has free (and at most ``max_rate``, its share of the engine that
+issues it), segment by segment as those allocations change, until its
+bytes are through, and then adds its own rate profile to each pipe. So a
+transfer never runs faster than its slowest pipe; transfers that share a
+pipe share its capacity (the one placed earlier keeps the rate it was
+given, the later one gets what is left, never less than zero and never
+more than the pipe); a pipe with spare capacity (a 370 GB/s port behind a
+70 GB/s CTA) keeps the rest for others; and every pipe sees a transfer at
+the same rate at the same time. Placement order does not have to be time
+order. The makespan of a set of transfers equals a fair-sharing fluid
+model's; individual finish times favour the transfer placed first.
 
 >>> link = Pipe("gpu0->nvfabric", 100.0)   # 100 GB/s = 100 000 B/us
->>> reserve((link,), 100_000, start=0.0)
+>>> place((link,), 100_000, start=0.0)
 1.0
->>> reserve((link,), 100_000, start=0.5)    # queued behind the first
+>>> place((link,), 100_000, start=0.5)    # gets the link only when the first is done
 2.0
->>> reserve((link,), 50_000, start=3.0), reserve((link,), 100_000, start=2.5)  # the second fills the gap first
-(3.5, 4.0)
+>>> slow = Pipe("cta", 50.0)
+>>> place((slow, link), 100_000, start=3.0), place((link,), 100_000, start=3.0)  # the second uses what is left
+(5.0, 5.0)
 """
 from __future__ import annotations
 
-__all__ = ["Pipe", "Transfer", "reserve"]
+from bisect import bisect_right
+
+__all__ = ["Pipe", "Transfer", "place", "reserve"]
+
+_INF = float("inf")
 
 
 class Pipe:
-    """A bandwidth resource: ``gbps`` GB/s (10^3 bytes per µs) and the intervals it is busy."""
+    """A bandwidth resource of ``gbps`` GB/s (10^3 bytes per µs) and the rate allocated on it over time.
 
-    __slots__ = ("name", "gbps", "rate", "busy", "bytes")
+    ``times[i]`` starts a segment on which ``used[i]`` bytes/µs are allocated;
+    the last segment extends to infinity and is always idle.
+    """
+
+    __slots__ = ("name", "gbps", "rate", "times", "used", "bytes")
 
     def __init__(self, name: str, gbps: float) -> None:
         if not gbps > 0:
@@ -43,65 +54,116 @@ class Pipe:
         self.name = name
         self.gbps = float(gbps)
         self.rate = float(gbps) * 1e3  # bytes per µs
-        self.busy: list[list[float]] = []  # sorted, disjoint [start, end] intervals
+        self.times = [0.0]
+        self.used = [0.0]
         self.bytes = 0
 
     @property
     def free_at(self) -> float:
-        """When the last placed transfer ends (0 when none)."""
-        return self.busy[-1][1] if self.busy else 0.0
+        """When the last allocation on this pipe ends."""
+        return self.times[-1]
 
-    def take(self, start: float, duration: float) -> float:
-        """Place ``duration`` µs of work in the earliest idle time from ``start``; return when it ends."""
-        busy = self.busy
-        if not busy or busy[-1][1] <= start:  # the common case: the pipe is idle from start on
-            if busy and busy[-1][1] >= start - 1e-12:
-                busy[-1][1] = start + duration
+    def _split(self, t: float) -> int:
+        """Index of the segment starting at ``t``, creating the breakpoint if needed."""
+        times = self.times
+        i = bisect_right(times, t) - 1
+        if i >= 0 and times[i] == t:
+            return i
+        times.insert(i + 1, t)
+        self.used.insert(i + 1, self.used[i] if i >= 0 else 0.0)
+        return i + 1
+
+    def add(self, a: float, b: float, rate: float) -> None:
+        """Allocate ``rate`` bytes/µs on ``[a, b)``."""
+        if b <= a or rate <= 0:
+            return
+        i = self._split(a)
+        j = self._split(b)
+        times, used = self.times, self.used
+        for k in range(i, j):
+            used[k] += rate
+        # Merge neighbours that now carry the same rate, so runs of full segments are skipped in one step.
+        k = max(i, 1)
+        end = min(j + 1, len(times))
+        while k < end:
+            if abs(used[k] - used[k - 1]) <= 1e-6 * self.rate:
+                del times[k]
+                del used[k]
+                end -= 1
             else:
-                busy.append([start, start + duration])
-                if len(busy) > 64:
-                    del busy[:32]  # forget the distant past
-            return start + duration
-        out: list[list[float]] = []
-        t, left = start, duration
-        for interval in busy:
-            a, b = interval
-            if left > 0 and b > t:
-                if a > t:  # an idle gap [t, a)
-                    use = min(left, a - t)
-                    out.append([t, t + use])
-                    left -= use
-                    t += use
-                if left > 0 and b > t:
-                    t = b
-            out.append(interval)
-        if left > 0:
-            out.append([t, t + left])
-            t += left
-        out.sort()
-        merged = [out[0]]
-        for a, b in out[1:]:
-            if a <= merged[-1][1] + 1e-12:
-                if b > merged[-1][1]:
-                    merged[-1][1] = b
-            else:
-                merged.append([a, b])
-        self.busy = merged
-        return t
+                k += 1
+        if len(times) > 96:  # forget the distant past
+            del times[:32]
+            del used[:32]
 
     def __repr__(self) -> str:
-        return f"Pipe({self.name!r}, {self.gbps} GB/s, busy until {self.free_at:.3f} us)"
+        return f"Pipe({self.name!r}, {self.gbps} GB/s, allocated until {self.free_at:.3f} us)"
+
+
+def place(pipes: tuple[Pipe, ...] | list[Pipe], nbytes: float, start: float, max_rate: float = _INF) -> float:
+    """Run ``nbytes`` through all ``pipes`` from ``start`` at the rate they have left (see the module
+    docstring); allocate it and return when the last byte is through (µs)."""
+    for pipe in pipes:
+        pipe.bytes += nbytes
+    if nbytes <= 0 or not pipes:
+        return start
+    rate = max_rate
+    for pipe in pipes:  # the common case: every pipe is idle from start on
+        if pipe.times[-1] > start:
+            break
+        if pipe.rate < rate:
+            rate = pipe.rate
+    else:
+        end = start + nbytes / rate
+        for pipe in pipes:
+            times, used = pipe.times, pipe.used
+            if times[-1] == start:
+                used[-1] = rate
+            else:
+                times.append(start)
+                used.append(rate)
+            times.append(end)
+            used.append(0.0)
+            if len(times) > 96:
+                del times[:32]
+                del used[:32]
+        return end
+    t, left = start, float(nbytes)
+    profile: list[tuple[float, float, float]] = []
+    index = [bisect_right(pipe.times, t) - 1 for pipe in pipes]
+    while left > 1e-9:
+        rate, nxt = max_rate, _INF
+        for k, pipe in enumerate(pipes):
+            times = pipe.times
+            i, last = index[k], len(times) - 1
+            while i < last and times[i + 1] <= t:
+                i += 1
+            index[k] = i
+            free = pipe.rate - (pipe.used[i] if i >= 0 else 0.0)
+            if free < rate:
+                rate = free
+            if i < last and times[i + 1] < nxt:
+                nxt = times[i + 1]
+        if rate <= 1e-9:
+            t = nxt
+            continue
+        end = t + left / rate
+        if end <= nxt:
+            profile.append((t, end, rate))
+            t, left = end, 0.0
+        else:
+            profile.append((t, nxt, rate))
+            left -= rate * (nxt - t)
+            t = nxt
+    for pipe in pipes:
+        for a, b, rate in profile:
+            pipe.add(a, b, rate)
+    return t
 
 
 def reserve(pipes: tuple[Pipe, ...] | list[Pipe], nbytes: float, start: float) -> float:
-    """Charge ``nbytes`` to every pipe from ``start``; return when the last byte has crossed (µs)."""
-    finish = start
-    for pipe in pipes:
-        pipe.bytes += nbytes
-        done = pipe.take(start, nbytes / pipe.rate)
-        if done > finish:
-            finish = done
-    return finish
+    """:func:`place` at whatever rate the pipes allow."""
+    return place(pipes, nbytes, start)
 
 
 class Transfer:

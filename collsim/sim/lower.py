@@ -145,8 +145,8 @@ def _binder(op: Any, program: Program) -> Callable[[dict, tuple], BoundOp]:
         fields["pred"] = _pred_tuple(op.until)
     if getattr(op, "into", None) is not None:
         fields["into"] = repr(op.into)
-        if hasattr(op, "into_offset"):
-            fields["into_offset"] = _src(op.into_offset)
+    if hasattr(op, "into_offset"):
+        fields["into_offset"] = _src(op.into_offset)
     for name in ("sem", "scope"):
         if hasattr(op, name):
             consts[name] = getattr(op, name)

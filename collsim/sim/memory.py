@@ -19,6 +19,7 @@ after its previous use.
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import Any, Callable
 
 __all__ = ["DATA", "SENTINEL", "Write", "Location", "Memory", "predicate_holds"]
@@ -78,27 +79,47 @@ def _apply(value: Any, how: str, operand: Any) -> Any:
     return max(value, operand)
 
 
-def _visible(write: Write) -> float:
-    return write.visible
-
-
 class Location:
-    """The writes to one ``(buffer, rank, slot, region)`` and the polls waiting on it."""
+    """The writes to one ``(buffer, rank, slot, region)`` and the polls waiting on it.
 
-    __slots__ = ("key", "init", "writes", "waiters")
+    Writes are kept in the order they become visible, with the polled word's value after each one
+    (computed lazily), so a poll on a location that keeps being written (a credit or step counter over
+    a long ring) costs a bisection, not a pass over its history.
+    """
+
+    __slots__ = ("key", "init", "writes", "visibles", "values", "range", "waiters")
 
     def __init__(self, key: tuple, init: Any) -> None:
         self.key = key
         self.init = init
-        self.writes: list[Write] = []
+        self.writes: list[Write] = []     # in visible order
+        self.visibles: list[float] = []   # their visible times
+        self.values: list[Any] = [init]   # values[i]: the polled word after the first i writes (a prefix)
+        self.range: tuple[int, int] | None = None  # the line range every write covers, if they all agree
         self.waiters: list[Callable[[], None]] = []
 
     def add(self, write: Write) -> None:
         """Record ``write`` and let every waiting poll re-evaluate."""
-        self.writes.append(write)
+        index = bisect_right(self.visibles, write.visible)
+        self.writes.insert(index, write)
+        self.visibles.insert(index, write.visible)
+        del self.values[index + 1:]
+        span = (write.lo, write.hi)
+        if not self.writes[1:]:
+            self.range = span
+        elif self.range != span:
+            self.range = None
         if self.waiters:
             for poke in list(self.waiters):
                 poke()
+
+    def _value(self, count: int) -> Any:
+        """The polled word after the first ``count`` writes (all covering the same lines)."""
+        values = self.values
+        while len(values) <= count:
+            w = self.writes[len(values) - 1]
+            values.append(_apply(values[-1], w.how, w.value))
+        return values[count]
 
     def satisfied_at(self, lo: int, hi: int, pred: tuple[str, Any], after: float) -> tuple[float, Write | None] | None:
         """Earliest time ``>= after`` at which lines ``[lo, hi)`` all satisfy ``pred``, with the write that made it so.
@@ -106,23 +127,24 @@ class Location:
         ``None`` when the writes recorded so far never satisfy it (the poll
         must wait for more writes).
         """
-        relevant = [w for w in self.writes if w.lo < hi and w.hi > lo]
+        writes = self.writes
+        if not writes:
+            return (after, None) if predicate_holds(pred, self.init) else None
+        span = self.range
+        if span is not None and span[0] <= lo and span[1] >= hi:  # every write covers all polled lines
+            count = bisect_right(self.visibles, after)
+            if predicate_holds(pred, self._value(count)):
+                return after, (writes[count - 1] if count else None)
+            for index in range(count, len(writes)):
+                if predicate_holds(pred, self._value(index + 1)):
+                    return writes[index].visible, writes[index]
+            return None
+        return self._satisfied_general(lo, hi, pred, after)
+
+    def _satisfied_general(self, lo: int, hi: int, pred: tuple[str, Any], after: float) -> tuple[float, Write | None] | None:
+        relevant = [w for w in self.writes if w.lo < hi and w.hi > lo]  # already in visible order
         if not relevant:
             return (after, None) if predicate_holds(pred, self.init) else None
-        relevant.sort(key=_visible)
-        if all(w.lo <= lo and w.hi >= hi for w in relevant):  # the usual case: every write covers all lines
-            value, last, index = self.init, None, 0
-            for w in relevant:
-                if w.visible > after:
-                    break
-                value, last, index = _apply(value, w.how, w.value), w, index + 1
-            if predicate_holds(pred, value):
-                return after, last
-            for w in relevant[index:]:
-                value = _apply(value, w.how, w.value)
-                if predicate_holds(pred, value):
-                    return w.visible, w
-            return None
         cuts = sorted({lo, hi} | {w.lo for w in relevant if lo < w.lo < hi} | {w.hi for w in relevant if lo < w.hi < hi})
         segments = list(zip(cuts, cuts[1:]))
         candidates = [after] + [w.visible for w in relevant if w.visible > after]

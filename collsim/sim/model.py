@@ -63,6 +63,20 @@ def program_for(protocol: Any, algorithm: str) -> tuple[Program, Lowered]:
     return found
 
 
+def per_cta_rate(program: Program, costs: Costs) -> float:
+    """The per-CTA bandwidth of the slowest op kind that moves the program's data (all-thread loads, stores
+    and atomics): what decides how many CTAs saturate the links."""
+    from collsim.ir.ops import Atomic, Load, Store
+    from collsim.ir.program import walk
+    from collsim.ir.types import Issuer
+
+    c = costs.nvlink
+    rates = {c.cta_load_gbps if isinstance(op, Load) else c.cta_store_gbps
+             for op in walk(program.ops)
+             if isinstance(op, (Load, Store, Atomic)) and getattr(op, "issuer", Issuer.ALL) is Issuer.ALL}
+    return min(rates) if rates else c.cta_store_gbps
+
+
 def generation_of(topology: Any, ranks: int) -> str:
     """The oldest GPU generation among GPUs ``0 .. ranks-1`` (NCCL indexes its tables the same way)."""
     gens = {str(topology.generation(r)).lower() for r in range(ranks)}
@@ -102,7 +116,8 @@ def run_des(request: SimRequest) -> DesRun:
     topo, n = request.topology, request.ranks
     costs = _cached_costs(generation_of(topo, n), _freeze(request.costs))
     program, lowered = program_for(request.protocol, request.algorithm)
-    channels = request.channels or default_channels(topo, n, costs, request.size_bytes)
+    channels = request.channels or default_channels(topo, n, costs, request.size_bytes,
+                                                    per_cta_rate(program, costs))
     c = costs.nvlink
     launch_us = c.launch_overhead_us if request.launch == "eager" else 0.0
     start = launch_us + c.kernel_start_us

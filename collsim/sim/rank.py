@@ -16,8 +16,10 @@ Store / Atomic (non-blocking issue)
     first fences. Wire bytes are ``lines × line_bytes`` of the destination
     buffer's layout (so LL moves 2× the data, LL128 16/15×), × the atomic
     wire factor for data atomics. Local: through the rank's HBM pipe.
-    Remote: through the rank's store engine (``channels × cta_store_gbps``;
-    leader-issued flags skip it) and the route's directed links, visible
+    Remote: through the rank's store engine (``channels × cta_store_gbps``)
+    and the route's directed links (a leader's flag or counter, a few
+    bytes, only pays latency: link arbitration interleaves packets, so it
+    never queues behind bulk transfers), visible
     ``route latency + remote_write_us`` (atomics: ``atomic_remote_us``)
     after its last byte, acknowledged one return latency later. An atomic
     with a result waits for that.
@@ -57,7 +59,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from collsim.ir.types import FenceKind, RmwOp, Scope
-from collsim.sim.links import Transfer, reserve
+from collsim.sim.links import Transfer, place, reserve
 from collsim.sim.lower import ATOMIC, FENCE, KERNEL_END, LOAD, POLL, REDUCE, STORE, SYNC, WRITE, Block
 from collsim.sim.memory import DATA, SENTINEL, Write
 from collsim.sim.trace import Node
@@ -68,6 +70,9 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["Rank", "Thread"]
 
 EPS = 1e-9
+#: Round-robin slices per member when a loop's lanes issue their transfers together, and the most
+#: placements one batch may make (8 ranks: 2 slices of each of 7 sends; 72 ranks: one slice each).
+BATCH_SLICES, BATCH_PLACEMENTS = 2, 16
 _RMW_HOW = {RmwOp.ADD: "add", RmwOp.MAX: "max", RmwOp.EXCH: "set", RmwOp.CAS: "set", RmwOp.MIN: "set"}
 
 
@@ -113,6 +118,7 @@ class Rank:
         self.st_engine, self.ld_engine, self.hbm = sim.rank_pipes(rank)
         self.end = 0.0
         self.final: Node | None = None
+        self._preplaced: list[float] | None = None
 
     # ------------------------------------------------------------------ helpers
 
@@ -171,8 +177,15 @@ class Rank:
             if op.__class__ is Block:
                 if op.lanes and op.iterations:
                     lanes = [th.fork() for _ in op.iterations]
+                    skip = 0
+                    if not fine and self._batchable(op.iterations, th.t):
+                        if th.t > env.now + EPS:
+                            sim.events += 1
+                            yield env.timeout(th.t - env.now)
+                        self._issue_batch(lanes, [it[0] for it in op.iterations])
+                        skip = 1
                     for lane, iteration in zip(lanes, op.iterations):
-                        yield from self._walk(lane, iteration)
+                        yield from self._walk(lane, iteration[skip:] if skip else iteration)
                     self._join(th, lanes, op.label)
                 else:
                     for iteration in op.iterations:
@@ -185,7 +198,8 @@ class Rank:
                 plan = self._poll_plan(th, op)
                 lo = op.ref[4]
                 found = plan[0].satisfied_at(lo, lo + op.ref[5], op.pred, plan[2])
-                if found is None or found[0] > env.now + EPS:
+                # Decided when it already holds at the first sample, or by writes that are all visible now.
+                if found is None or (found[0] > env.now + EPS and found[0] > plan[2] + EPS):
                     found = yield from self._wait_poll(op, plan, found)
                 self._poll_done(th, op, self._completion(plan, found[0]), found[1], plan[1])
                 continue
@@ -221,6 +235,81 @@ class Rank:
             self._advance(th, slowest.t, "sync", f"{label} over {len(lanes)} lanes", "loop", slowest.node,
                           slowest.t)
 
+    def _batchable(self, iterations: list[list[Any]], t: float) -> bool:
+        """Whether every lane starts by moving data to or from another rank, ready to go now: the kernel
+        interleaves those transfers (threads or warps per peer), so they are placed together."""
+        if len(iterations) < 2:
+            return False
+        for iteration in iterations:
+            first = iteration[0] if iteration else None
+            if first is None or first.__class__ is Block or first.kind not in (STORE, LOAD, ATOMIC):
+                return False
+            if first.leader or first.releasing or first.acquiring or first.ref[1] == self.rank:
+                return False
+            src = first.src if first.kind == STORE else first.operand
+            if isinstance(src, tuple) and src[0] == "reg":
+                ready = self.regs.get(src[1])
+                if ready is not None and ready[0] > t + EPS:
+                    return False
+            if first.kind == ATOMIC and first.into is not None:
+                return False
+        return True
+
+    def _issue_batch(self, lanes: list[Thread], ops: list[Any]) -> None:
+        """Issue each lane's first transfer together. The CTAs interleave them (threads or warps per peer),
+        so the pipes carry them as ``k`` round-robin slices each (placed without events) and members of
+        equal size complete together, when the last of them is through, as fine-grained interleaving
+        would have them, instead of one queueing behind another."""
+        overhead = self.c.op_overhead_us
+        plans = []
+        for lane, op in zip(lanes, ops):
+            owner = op.ref[1]
+            wire = op.ref[5] * op.line_bytes
+            start = lane.t + overhead
+            if op.kind == LOAD:
+                back = self.sim.route(owner, self.rank)
+                pipes = (self.ld_engine,) + back.pipes
+                start += self.sim.route(self.rank, owner).latency + back.costs.remote_read_us
+            else:
+                route = self.sim.route(self.rank, owner)
+                pipes = (self.st_engine,) + route.pipes
+                if op.kind == ATOMIC and isinstance(op.operand, tuple):
+                    wire *= route.costs.atomic_wire_factor
+            plans.append((pipes, wire, start))
+        slices = max(1, min(BATCH_SLICES, BATCH_PLACEMENTS // len(plans)))
+        finishes = [0.0] * len(plans)
+        for _ in range(slices):
+            for m, (pipes, wire, start) in enumerate(plans):
+                finishes[m] = place(pipes, wire / slices, start)
+        for pipes, wire, _ in plans:  # place() counted each slice; count each member's bytes once
+            for pipe in pipes:
+                pipe.bytes -= wire * (slices - 1) / slices
+        if ops[0].kind != LOAD:
+            # Pushed at fine grain from one engine, members of equal size complete together, when the last
+            # is through. (Pulls are paced by each owner's egress, which other readers share too, so they
+            # keep the completion order their slices got.)
+            last: dict[float, float] = {}
+            for (_, wire, _), finish in zip(plans, finishes):
+                last[wire] = max(last.get(wire, 0.0), finish)
+            finishes = [last[wire] for _, wire, _ in plans]
+        self._preplaced = finishes[::-1]
+        try:
+            for lane, op in zip(lanes, ops):
+                if op.kind == STORE:
+                    self._store(lane, op)
+                elif op.kind == LOAD:
+                    self._load(lane, op)
+                else:
+                    self._atomic(lane, op)
+        finally:
+            self._preplaced = None
+
+    def _reserve(self, pipes: tuple, nbytes: float, start: float) -> float:
+        """Place a transfer on its pipes (or take the finish of its batch member, placed already)."""
+        if self._preplaced:
+            return self._preplaced.pop()
+        return place(pipes, nbytes, start)
+
     def _settle(self, th: Thread, op: Any):
         """Fine-grained mode: wait for piecewise transfers an op depends on to be fully issued."""
         waits = []
@@ -233,10 +322,23 @@ class Rank:
                 event = self.reg_pending.get(src[1])
                 if event is not None:
                     waits.append(event)
-        waits = [w for w in waits if not w.triggered]
         if waits:
-            self.sim.events += 1
-            yield self.sim.env.all_of(waits)
+            pending = [w for w in waits if not w.triggered]
+            if pending:
+                self.sim.events += 1
+                yield self.sim.env.all_of(pending)
+            for proc in waits:  # the pieces were issued by a lane that may have joined since: take its result
+                tr = proc.value
+                if tr is None:
+                    continue
+                if tr.what == "load":
+                    if tr.visible > th.loaded:
+                        th.loaded, th.loaded_by = tr.visible, tr
+                    continue
+                if tr.finish > th.issued:
+                    th.issued, th.issued_by = tr.finish, tr
+                if tr.ack > th.acked:
+                    th.acked, th.acked_by = tr.ack, tr
 
     # ------------------------------------------------------------------ stores, atomics, loads
 
@@ -283,20 +385,23 @@ class Rank:
             return tr
         route = sim.route(self.rank, owner)
         c = route.costs
-        pipes = route.pipes if op.leader else (self.st_engine,) + route.pipes
+        # A leader's flag or counter is a few bytes: link arbitration interleaves packets, so it does not
+        # queue behind bulk transfers and costs latency only.
+        pipes = () if op.leader else (self.st_engine,) + route.pipes
         delay = route.latency + (c.atomic_remote_us if atomic else c.remote_write_us)
         back = sim.route(owner, self.rank).latency
         if op.leader or c.transfer_pieces <= 1:
-            finish = reserve(pipes, wire, t)
+            finish = self._reserve(pipes, wire, t)
             tr = Transfer(self.rank, owner, wire, t, t, finish, finish + delay, finish + delay + back, node,
                           payload, op, False, what)
             self._issued(th, tr, land)
             return tr
         tr = Transfer(self.rank, owner, wire, t, t, t, t, t, node, payload, op, False, what)
 
-        def finished(finish: float) -> None:
+        def finished(finish: float) -> Transfer:
             tr.finish, tr.visible, tr.ack = finish, finish + delay, finish + delay + back
             self._issued(th, tr, land)
+            return tr
 
         th.pending.append(sim.env.process(sim.issue_pieces(pipes, wire, t, c.transfer_pieces, finished)))
         return None
@@ -358,20 +463,21 @@ class Rank:
             return
         back = sim.route(owner, self.rank)
         start = t + sim.route(self.rank, owner).latency + back.costs.remote_read_us
-        pipes = back.pipes if op.leader else (self.ld_engine,) + back.pipes
+        pipes = () if op.leader else (self.ld_engine,) + back.pipes
         pieces = 1 if op.leader or op.acquiring else back.costs.transfer_pieces
         if pieces <= 1:
-            finish = reserve(pipes, wire, start)
+            finish = self._reserve(pipes, wire, start)
             ready = finish + back.latency
             self._loaded(th, op, Transfer(self.rank, owner, wire, t, start, finish, ready, ready, node, True, op,
                                           False, "load"))
             return
         tr = Transfer(self.rank, owner, wire, t, start, start, start, start, node, True, op, False, "load")
 
-        def finished(finish: float) -> None:
+        def finished(finish: float) -> Transfer:
             tr.finish = finish
             tr.visible = tr.ack = finish + back.latency
             self._loaded(th, op, tr)
+            return tr
 
         proc = sim.env.process(sim.issue_pieces(pipes, wire, start, pieces, finished))
         th.pending.append(proc)
@@ -398,8 +504,8 @@ class Rank:
         t0 = th.t + c.op_overhead_us
         read_bytes = lines * op.line_bytes if op.into is not None else 0
         if owner == self.rank:
-            observe, period = 0.0, c.poll_period_us
-            ret = period
+            # A spin-loop iteration is one local load that sees memory as it completes.
+            observe = ret = period = c.poll_period_us
             read_done = t0 + read_bytes / self.hbm.rate
         else:
             back = sim.route(owner, self.rank)
@@ -420,7 +526,10 @@ class Rank:
 
     def _wait_poll(self, op: Any, plan: tuple, found: tuple | None):
         """Sleep until the writes that decide the poll are known: its location is re-evaluated on every new
-        write, and the poll wakes when the satisfying time it found has passed without being revised."""
+        write, and the poll wakes when the satisfying time it found has passed without being revised.
+
+        (A poll whose predicate already holds at its first sample does not come here: a later write that
+        undid it before the sample would be a protocol overwriting a value not yet consumed.)"""
         sim = self.sim
         env = sim.env
         loc = plan[0]

@@ -12,8 +12,9 @@ per poll, one process per lane of a loop that polls) and none per byte or
 line, so its event count does not depend on the message size (see
 :mod:`collsim.sim.links` for how a range is costed whole). With
 ``transfer_pieces = P > 1`` every remote range is instead issued as ``P``
-pieces at the times the previous piece cleared the issuing engine, a
-fine-grained reference whose cost grows with ``P``.
+pieces, each placed when the previous one is through, so concurrent
+transfers interleave piece by piece: a fine-grained reference whose event
+count grows with ``P``.
 """
 from __future__ import annotations
 
@@ -152,7 +153,7 @@ class Simulation:
 
     def issue_pieces(self, pipes: tuple[Pipe, ...], nbytes: float, start: float, pieces: int,
                      finished: Callable[[float], Any]):
-        """Fine-grained reference: issue ``pieces`` equal parts, each when the first pipe is free again."""
+        """Fine-grained reference: issue ``pieces`` equal parts, each when the previous one is through."""
         env = self.env
         part = nbytes / pieces
         t = start
@@ -162,8 +163,8 @@ class Simulation:
                 self.events += 1
                 yield env.timeout(t - env.now)
             finish = reserve(pipes, part, max(t, env.now))
-            t = pipes[0].free_at
-        finished(finish)
+            t = finish
+        return finished(finish)
 
     # ------------------------------------------------------------------ records
 
