@@ -39,3 +39,11 @@ def test_mutant_is_caught(name):
     cex = result.counterexample
     assert cex is not None and cex.reason and cex.steps
     assert any(step.mark for step in cex.steps) or expected == "postcondition"
+
+
+def test_group_synchronization_bugs_need_more_than_one_thread():
+    name = "mutant-simple-early-signal"
+    caught = verify(name, properties=["data-race"], dependencies=False, use_cache=False)
+    assert caught.bound.threads == 2 and caught.properties["data-race"].violated
+    one = verify(name, threads=1, properties=["data-race"], dependencies=False, use_cache=False)
+    assert one.properties["data-race"].holds
