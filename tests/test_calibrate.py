@@ -54,13 +54,14 @@ def test_fit_recovers_known_analytic_values_with_cross_validation():
 
 
 def test_fit_recovers_known_des_values():
-    truth = {"poll_period_us": 0.4, "kernel_start_us": 2.0}
+    truth = {"fence_sys_us": 1.3, "kernel_start_us": 2.0, "cta_store_gbps": 50.0}
     data = synthetic("des", truth, ranks=(2, 4), launches=("graph",),
-                     configs=(("one-shot", "barrier"), ("one-shot", "ll")), sizes=(256, 4096))
-    cal = calibrate(data, ["poll", "start"], model="des", folds=0)
-    assert cal.values["poll_period_us"] == pytest.approx(0.4, rel=1e-4)
-    assert cal.values["kernel_start_us"] == pytest.approx(2.0, rel=1e-4)
+                     configs=(("one-shot", "barrier"), ("one-shot", "ll")), sizes=(256, 4096, 262144))
+    cal = calibrate(data, ["fence", "start", "cta_bw"], model="des", folds=0)
+    for name, value in truth.items():
+        assert cal.values[name] == pytest.approx(value, rel=1e-4), name
     assert cal.fitted_errors["max_abs_pct"] < 1e-3
+    assert all(factor < 1.001 for factor in cal.uncertainty.values())  # exact data: no spread
 
 
 def test_refuses_a_protocol_cost_the_data_never_used():

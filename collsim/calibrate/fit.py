@@ -676,6 +676,9 @@ class Calibration:
     message: str = ""
     nfev: int = 0
     base_costs: dict[str, float] = field(default_factory=dict)
+    #: name -> multiplicative one-standard-error band of the fitted value (1.1 = ±10 %), from the
+    #: Jacobian at the solution and the residual variance; inf when the rows cannot pin it down.
+    uncertainty: dict[str, float] = field(default_factory=dict)
 
     @property
     def costs(self) -> dict[str, Any]:
@@ -696,6 +699,41 @@ def fit_parameters(evaluator: Evaluator, cfgs: Sequence[Config], measured: np.nd
                         x_scale=1.0, ftol=1e-7, xtol=1e-7, gtol=1e-8,
                         max_nfev=max_nfev or 40 * (len(params) + 1))
     return {p.name: float(math.exp(v)) for p, v in zip(params, res.x)}, res
+
+
+def _uncertainty(ev: Evaluator, cfgs: Sequence[Config], measured: np.ndarray, params: Sequence[Param],
+                 values: Mapping[str, float]) -> dict[str, float]:
+    """One-standard-error multiplicative band of each fitted value (see :attr:`Calibration.uncertainty`).
+
+    ``cov(log p) = s^2 (J^T J)^-1`` with ``s^2`` the residual variance of
+    log-latency and ``J`` taken at the solution. A parameter no row depends
+    on at the solution gets ``inf``; so do all when ``J^T J`` is singular.
+    """
+    prob = _Problem(ev, cfgs, measured, params, {})
+    x = np.log([values[p.name] for p in params])
+    jac = prob.finite_differences(x)
+    r = prob.residuals(x)
+    out = {p.name: math.inf for p in params}
+    live = [j for j in range(len(params)) if np.max(np.abs(jac[:, j])) >= MIN_SENSITIVITY]
+    dof = len(cfgs) - len(live)
+    if not live or dof <= 0:
+        return out
+    sub = jac[:, live]
+    normal = sub.T @ sub
+    if np.linalg.cond(normal) > 1e12:
+        return out
+    s2 = max(float(r @ r) / dof, 1e-30)
+    cov = s2 * np.linalg.inv(normal)
+    for i, j in enumerate(live):
+        var = float(cov[i, i])
+        if math.isfinite(var) and 0 <= var < 700:
+            out[params[j].name] = float(math.exp(math.sqrt(var)))
+    return out
+
+
+def _lost_at_solution(cal_unc: Mapping[str, float], params: Sequence[Param], values: Mapping[str, float]) -> list[str]:
+    """Parameters no row depends on at the fitted values although one did at the start (and not on a bound)."""
+    return [p.name for p in params if not math.isfinite(cal_unc.get(p.name, 0.0)) and not p.at_bound(values[p.name])]
 
 
 def assign_folds(families: Sequence[str], folds: int, seed: int = 0) -> np.ndarray:
@@ -790,6 +828,25 @@ def calibrate(
                                    field="--params")
     defaults_pred = ev.latencies(cfgs, {})
     values, res = fit_parameters(ev, cfgs, measured, fitted, max_nfev=max_nfev)
+    uncertainty = _uncertainty(ev, cfgs, measured, fitted, values)
+    lost = _lost_at_solution(uncertainty, fitted, values)
+    if lost:
+        # identified at the documented values but not at the fitted ones (the rows moved onto another
+        # regime, e.g. a bandwidth cap): leave them at their documented values and refit the others
+        why = "no row depends on it at the fitted values (zero Jacobian column at the solution)"
+        explicit_lost = [n for n in lost if next(p for p in fitted if p.name == n).explicit]
+        if strict and explicit_lost:
+            kept = [p.name for p in fitted if p.name not in lost]
+            hint = f"; fit the others with --params {','.join(kept)}" if kept else ""
+            raise IdentifiabilityError(f"the data cannot identify {', '.join(explicit_lost)} ({why}){hint}",
+                                       file=source, field="--params")
+        refused_all.update({n: why for n in lost})
+        fitted = [p for p in fitted if p.name not in lost]
+        if not fitted:
+            raise IdentifiabilityError(f"the data identifies none of the parameters: {', '.join(lost)} ({why})",
+                                       file=source, field="--params")
+        values, res = fit_parameters(ev, cfgs, measured, fitted, max_nfev=max_nfev)
+        uncertainty = _uncertainty(ev, cfgs, measured, fitted, values)
     fitted_costs = costs_from_values(ev.model, values)
     fitted_pred = ev.latencies(cfgs, fitted_costs)
     out_rows = rows.copy()
@@ -798,7 +855,7 @@ def calibrate(
     cal = Calibration(
         model=ev.model, params=fitted, values=values, refused=refused_all, rows=out_rows,
         default_errors=error_summary(defaults_pred, measured), fitted_errors=error_summary(fitted_pred, measured),
-        message=str(res.message), nfev=int(res.nfev),
+        message=str(res.message), nfev=int(res.nfev), uncertainty=uncertainty,
     )
     if folds and folds > 1:
         if len(rows) < folds:

@@ -101,6 +101,7 @@ def profile_document(
             "documented": p.default,
             "fitted": calibration.values[p.name],
             "bounds": [p.lower, p.upper],
+            "standard_error_factor": calibration.uncertainty.get(p.name),
             **({"asked_as": p.asked_as} if p.asked_as and p.asked_as != p.name else {}),
             **({"at_bound": p.at_bound(calibration.values[p.name])} if p.at_bound(calibration.values[p.name]) else {}),
         }

@@ -104,7 +104,11 @@ class Validation:
             else:
                 fits[gen] = {
                     "calibrated": True, "rows": len(cal.rows),
-                    "values": {p.name: {"documented": p.default, "fitted": float(f"{cal.values[p.name]:.6g}")}
+                    "values": {p.name: {"documented": p.default, "fitted": float(f"{cal.values[p.name]:.6g}"),
+                                        "standard_error_factor": (float(f"{cal.uncertainty[p.name]:.4g}")
+                                                                  if math.isfinite(cal.uncertainty.get(p.name, math.inf))
+                                                                  else None),
+                                        "at_bound": p.at_bound(cal.values[p.name]) or None}
                                for p in cal.params},
                     "not_fitted": dict(cal.refused),
                     "in_sample_median_abs_pct": {"default": num(cal.default_errors["median_abs_pct"]),
@@ -274,18 +278,21 @@ def to_markdown(v: Validation, *, heading: str = "###") -> str:
         "",
         "Values fitted to all rows of each generation (what `collsim calibrate` would write to a profile):",
         "",
-        "| generation | rows | parameter | documented | fitted |",
-        "|---|---:|---|---:|---:|",
+        "| generation | rows | parameter | documented | fitted | std. error (x/) |",
+        "|---|---:|---|---:|---:|---:|",
     ]
     not_fitted = []
     for gen, cal in v.fits.items():
         if isinstance(cal, str):
-            lines.append(f"| {gen} | | not calibrated: {_cell(cal)} | | |")
+            lines.append(f"| {gen} | | not calibrated: {_cell(cal)} | | | |")
             continue
         for p in cal.params:
             bound = p.at_bound(cal.values[p.name])
             note = f" (at {bound} bound)" if bound else ""
-            lines.append(f"| {gen} | {len(cal.rows)} | `{p.name}` | {p.default:g} | {cal.values[p.name]:.4g}{note} |")
+            err = cal.uncertainty.get(p.name, math.inf)
+            err_text = f"{err:.3g}" if math.isfinite(err) else "unbounded"
+            lines.append(f"| {gen} | {len(cal.rows)} | `{p.name}` | {p.default:g} | {cal.values[p.name]:.4g}{note} | "
+                         f"{err_text} |")
         for name, why in cal.refused.items():
             not_fitted.append(f"- {gen}: `{name}` — {why}")
     if not_fitted:

@@ -195,6 +195,15 @@ def compare_cmd(
         f"{_abs_pct(o['max_abs_pct'])} %", soft_wrap=True)
 
 
+def _factor(value: float | None) -> str:
+    """A multiplicative standard error as text: 1.05 -> 'x/ 1.05'."""
+    import math
+
+    if value is None or not math.isfinite(value):
+        return "unbounded"
+    return f"x/ {value:.3g}"
+
+
 def _split_params(text: str | None) -> list[str]:
     return [p.strip() for p in (text or "").split(",") if p.strip()]
 
@@ -285,12 +294,13 @@ def calibrate_cmd(
     console = _console()
     t = Table(title=f"{cal.model} cost parameters fitted to {len(cal.rows)} rows on {topology}", box=box.SIMPLE_HEAD,
               title_justify="left")
-    for name, justify in (("parameter", "left"), ("documented", "right"), ("fitted", "right"), ("bounds", "left")):
+    for name, justify in (("parameter", "left"), ("documented", "right"), ("fitted", "right"),
+                          ("std. error", "right"), ("bounds", "left")):
         t.add_column(name, justify=justify)
     for p in cal.params:
         bound = p.at_bound(cal.values[p.name])
         t.add_row(p.name, f"{p.default:g}", f"{cal.values[p.name]:.4g}" + (f" (at {bound} bound)" if bound else ""),
-                  f"[{p.lower:g}, {p.upper:g}]")
+                  _factor(cal.uncertainty.get(p.name)), f"[{p.lower:g}, {p.upper:g}]")
     console.print(t)
     for name, why in cal.refused.items():
         console.print(f"not fitted: {name}: {why}", soft_wrap=True)
