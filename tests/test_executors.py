@@ -264,6 +264,19 @@ def test_a_chunk_that_will_not_pickle_loses_only_its_bad_item(pool_executor):
     assert "pickle" in outcomes[1].error.lower()
 
 
+def test_map_tasks_other_executor_objects_and_progress_bar():
+    from concurrent.futures import ThreadPoolExecutor
+
+    class MapOnly:  # any object with map(fn, iterable)
+        def map(self, fn, iterable):
+            return map(fn, iterable)
+
+    with ThreadPoolExecutor(2) as threads:
+        for target in (threads, MapOnly()):
+            _check_sqrt(map_tasks(math.sqrt, _ITEMS, executor=target, progress="rows"))  # bar off: not a terminal
+        assert threads.submit(abs, -1).result() == 1  # a caller's executor is left open
+
+
 def test_open_executor_refuses_bad_combinations():
     cases = [
         (dict(executor="threads"), "--executor", "valid: local, processes, dask"),
