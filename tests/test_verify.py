@@ -7,7 +7,6 @@ from functools import lru_cache
 import pytest
 import z3
 
-from collsim.algorithms import generate
 from collsim.ir.registry import list_protocols, load_protocol
 from collsim.verify import verdict_for, verify
 from collsim.verify.lower import Bounds, lower, reference_run

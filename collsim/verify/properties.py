@@ -31,7 +31,7 @@ predicate, and the thread (and any barrier waiting for it) stops there.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 import z3
 
