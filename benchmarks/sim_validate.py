@@ -291,8 +291,8 @@ def markdown(frame: pd.DataFrame) -> str:
 #: The calibrated parameters, their starting values and the multiplicative steps tried around them.
 CALIBRATED = {
     "kernel_start_us": 1.5,   # kernel_end_us is tied to half of it
-    "remote_write_us": 0.1,   # remote_read_us is tied to it
-    "poll_period_us": 0.15,
+    "remote_write_us": 0.09,  # remote_read_us is tied to it
+    "poll_period_us": 0.27,
     "fence_sys_us": 2.5,
     "cta_load_gbps": 20.0,
 }

@@ -267,3 +267,22 @@ def test_critical_path_covers_the_latency_without_gaps():
     assert steps[-1].end_us == pytest.approx(run.latency_us)
     for before, after in zip(steps, steps[1:]):
         assert after.start_us == pytest.approx(before.end_us, abs=1e-9)
+
+
+def test_explain_prints_the_breakdown_and_who_waited_for_what():
+    """`collsim explain` names the slowest rank, each wait on the critical path and its cause."""
+    from typer.testing import CliRunner
+
+    import collsim.cli.explain_cmd  # noqa: F401  (registers the command)
+    from collsim.cli.app import app
+
+    result = CliRunner().invoke(app, ["explain", "--topology", "hgx-h100", "--ranks", "8", "--algorithm",
+                                      "one-shot", "--protocol", "barrier", "--size", "1KiB"])
+    assert result.exit_code == 0, result.output
+    text = result.output
+    assert "latency" in text and "launch" in text and "sync" in text and "data" in text and "reduce" in text
+    assert "finishes last" in text
+    assert "poll saw rank" in text and "barrier.publish.wait" in text
+    assert "release fence" in text and "load_peer" in text
+    graph = CliRunner().invoke(app, ["explain", "-p", "ll", "-a", "ring", "-n", "4", "--json"])
+    assert graph.exit_code == 0 and '"critical_path"' in graph.output

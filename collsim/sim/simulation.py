@@ -180,8 +180,8 @@ class Simulation:
         """Run every rank to its kernel end; raise if a rank never gets there (a hang)."""
         finals = []
         for rank in self.ranks:
-            launch = Node(rank.rank, 0.0, self.start_us, "launch", "kernel launch and start", None,
-                          what="")
+            launch = Node(rank.rank, 0.0, self.start_us, "launch", "kernel_start", None,
+                          what="launch overhead and kernel start" if self.launch_us else "kernel start")
             finals.append(launch)
             if self.record:
                 self.note_node(launch)

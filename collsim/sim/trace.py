@@ -100,9 +100,10 @@ def _transfer_steps(tr: Transfer, until: float, waiter: str) -> list[Step]:
     move_kind = "data" if tr.payload else "sync"
     finish = min(tr.finish, until)
     if until > finish:
-        what = "acknowledged" if waiter == "ack" else "visible"
-        steps.append(Step(tr.rank, "sync", finish, until,
-                          f"{tr.name}: {direction} in flight until {what} ({waiter})"))
+        what = "acknowledged back to the issuer" if waiter == "ack" else "visible at the destination"
+        if tr.what == "load":
+            what = "back in the reader's registers"
+        steps.append(Step(tr.rank, "sync", finish, until, f"{tr.name}: {direction} in flight until {what}"))
     start = min(tr.start, finish)
     if finish > start:
         steps.append(Step(tr.rank, move_kind, start, finish,
@@ -123,8 +124,8 @@ def critical_path(final: Node) -> list[Step]:
             if node.end > node.cause_at:
                 steps.append(Step(node.rank, node.kind, node.cause_at, node.end, _describe(node)))
             if isinstance(cause, Transfer):
-                waiter = "ack" if node.what in ("fence", "kernel end", "atomic return") else "visible"
-                steps.extend(_transfer_steps(cause, node.cause_at, waiter))
+                acked = cause.ack > cause.visible and abs(node.cause_at - cause.ack) <= 1e-9
+                steps.extend(_transfer_steps(cause, node.cause_at, "ack" if acked else "visible"))
                 node = cause.node
             else:
                 node = cause
