@@ -28,7 +28,7 @@ class Simple(Protocol):
     data_layout = LAYOUT
     analytic_family = "simple"
     citation = "NVIDIA/nccl src/device/prims_simple.h"
-    default_params = {"depth": 2, "flag_bits": 64, "credit_slack": 0, "fence": True}
+    default_params = {"depth": 2, "flag_bits": 64, "credit_slack": 0, "fence": True, "credit_sem": Sem.ACQUIRE}
 
     def buffers(self, transfer_bytes: Expr) -> tuple[Buffer, ...]:
         lines = ceil_div(transfer_bytes, LAYOUT.data_bytes)
@@ -47,7 +47,10 @@ class Simple(Protocol):
 
         def send_data(builder: ProgramBuilder, s: Send) -> None:
             if not ex.lockstep:
-                wait_credit(builder, s.to, seq, depth, slack=self.params["credit_slack"], sem=Sem.VOLATILE)
+                # acquire: the weak data store below must not overtake the
+                # receiver's loads of the slot's previous contents
+                wait_credit(builder, s.to, seq, depth, slack=self.params["credit_slack"],
+                            sem=self.params["credit_sem"])
             builder.emit(Store(self._slot(s.to, RANK, seq, s.nbytes), s.data, Sem.WEAK, Scope.SYS,
                                label="store_data"))
 

@@ -38,7 +38,7 @@ CASES = [
     ("unknown-model", GOOD + "model: quantum\n", 6, "model", "valid: "),
     ("unknown-cost", GOOD + "costs:\n  launch_overhead_us: 3\n  warp_speed: 9\n", 8, "costs.warp_speed", "valid: "),
     ("bad-cost-value", GOOD + "model: analytic\ncosts:\n  base_latency_us: {ll: fast}\n", 8, "costs.base_latency_us.ll", "expected a number"),
-    ("sweep", GOOD + "sweep:\n  launch_overhead_us: [1, 2]\n", 6, "sweep", "not supported yet"),
+    ("bad-sweep", GOOD + "sweep:\n  launch_overhead_us: [1, -2]\n", 7, "sweep.launch_overhead_us[1]", "negative"),
     ("bad-channels", GOOD + "channels: 0\n", 6, "channels", "at least 1"),
     ("wrong-type", GOOD.replace("[2, 4]", "{a: 1}"), 2, "ranks", "expected a rank count"),
     ("missing-topology", GOOD.replace("topology: hgx-h100\n", ""), 1, None, "missing required key 'topology'"),
