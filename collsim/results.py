@@ -40,7 +40,6 @@ import os
 import pickle
 import re
 import sys
-import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -49,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from collsim.atomicfile import write_temp
 from collsim.errors import InputError, UnsupportedError
 from collsim.models import SimRequest, get_model, unsupported_reason
 
@@ -381,6 +381,8 @@ class RunOutput:
     executor: str = "local"
     #: ``(point, subdirectory)`` of each sweep combination (empty without a sweep).
     points: list[tuple[tuple[tuple[str, Any], ...], str]] = field(default_factory=list)
+    #: the HTML report written beside the results, if any
+    report: Path | None = None
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -672,10 +674,7 @@ def write_results(out_dir: str | Path, files: Mapping[str, str]) -> list[Path]:
         for name, text in files.items():
             target = out / name
             mkdir(target.parent)
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-            temps.append((target, Path(tmp)))
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-                handle.write(text)
+            temps.append((target, write_temp(target, text)))
         paths = []
         for target, tmp in temps:
             os.replace(tmp, target)
@@ -768,8 +767,13 @@ def execute(
     *,
     workers: int | None = None,
     scheduler: str | None = None,
+    report: bool = True,
 ) -> RunOutput:
     """Load, expand, run and (optionally) write a scenario; the CLI and :func:`run_scenario` share it.
+
+    With ``write`` and ``report``, ``report.html`` is written beside the
+    results (not for sweeps: each sweep point is an ordinary result set that
+    ``collsim report`` can render).
 
     ``executor``, ``workers`` and ``scheduler`` say where rows run (see
     :func:`collsim.executors.open_executor`); the results do not depend on it.
@@ -824,7 +828,23 @@ def execute(
             }
         write_results(out_dir, files)
         result.out_dir = out_dir
+        if report and not points and records:
+            result.report = _write_report(out_dir, files["results.json"], records, model_name)
     return result
+
+
+def _write_report(out_dir: Path, json_text: str, records: Sequence[Mapping[str, Any]], model_name: str) -> Path:
+    """Write report.html beside the results, with a few simulated timelines when the model makes them."""
+    import json
+
+    from collsim.report import write_report
+    from collsim.report.timelines import timelines_for
+
+    meta = json.loads(json_text)
+    meta["results_file"] = str(out_dir / "results.json")
+    frame = records_frame(records)
+    timelines = timelines_for(frame, meta) if model_name == "des" else None
+    return write_report(frame, meta, out_dir / "report.html", timeline=timelines)
 
 
 def records_frame(records: Sequence[Mapping[str, Any]], columns: Sequence[str] = COLUMNS) -> Any:

@@ -29,7 +29,7 @@ def test_run_writes_csv_and_json(write_scenario, collsim_cli, tmp_path, monkeypa
     code, out, err = collsim_cli("run", path, "--model", "analytic")
     assert code == 0, err
     out_dir = tmp_path / "reports" / "small"
-    assert sorted(p.name for p in out_dir.iterdir()) == ["results.csv", "results.json"]
+    assert sorted(p.name for p in out_dir.iterdir()) == ["report.html", "results.csv", "results.json"]
     frame = pd.read_csv(out_dir / "results.csv", keep_default_na=False)
     assert list(frame.columns) == list(results.COLUMNS)
     # 2 usable rank counts x (barrier: 2 algorithms, ll and ll128: 3) x 2 launches x 9 sizes (8 B x 4^k up to 512 KiB)

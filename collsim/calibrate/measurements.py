@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from collsim.atomicfile import atomic_write_text
 from collsim.errors import InputError
 
 __all__ = [
@@ -366,20 +366,5 @@ def write_measurements(df: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():
         raise InputError(f"cannot write {target}: directory {directory} does not exist")
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp_name, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            table.to_csv(handle, index=False, lineterminator="\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, target)
-    except BaseException:
-        try:
-            os.unlink(tmp_name)
-        except OSError:
-            pass
-        raise
+    atomic_write_text(target, table.to_csv(index=False, lineterminator="\n"))
     return target

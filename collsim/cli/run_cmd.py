@@ -110,8 +110,10 @@ def run(
     executor: str = typer.Option("local", "--executor", "-x", help="Where rows run: local (one after the other), processes (a local process pool) or dask (a Dask cluster). Results are identical."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address, tcp://HOST:8786 (default: start a local cluster). Needs --executor dask."),
     workers: Optional[int] = typer.Option(None, "--workers", "-w", help="Worker processes for processes, or for the local Dask cluster (default: one per CPU)."),
+    report: bool = typer.Option(True, "--report/--no-report", help="Also write report.html, the interactive HTML report."),
+    open_: bool = typer.Option(False, "--open", help="Open report.html in a browser when done."),
 ) -> None:
-    """Run every configuration of a scenario; write results.csv and results.json.
+    """Run every configuration of a scenario; write results.csv, results.json and report.html.
 
     Prints an nccl-tests-style table (size, count, type, redop, algorithm,
     protocol, ranks, time, algbw, busbw, then the time breakdown in us) and
@@ -129,7 +131,8 @@ def run(
     if workers is not None and workers < 1:
         raise InputError(f"workers must be at least 1, got {workers}", field="--workers")
     result = execute(
-        file, out=out, model=model, progress=True, write=True, executor=executor, workers=workers, scheduler=scheduler
+        file, out=out, model=model, progress=True, write=True, executor=executor, workers=workers, scheduler=scheduler,
+        report=report,
     )
     scen = result.scenario
     topo = scen.topology
@@ -166,6 +169,12 @@ def run(
             f"{len(result.records)} rows ({sizes}) -> {result.out_dir / 'results.csv'}, {result.out_dir / 'results.json'}",
             soft_wrap=True,
         )
+    if result.report is not None:
+        console.print(f"report -> {result.report}", soft_wrap=True)
+        if open_:
+            from collsim.cli.report_cmd import open_report
+
+            open_report(result.report)
     if result.failed:
         total = len(result.records) + len(result.failed)
         where = "each point's results.json" if result.points else str(result.out_dir / "results.json")

@@ -14,12 +14,11 @@ Files
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from collsim.atomicfile import atomic_write_text
 from collsim.emit.cuda import describe_op, generate_kernel_source
 from collsim.emit.gate import VerificationStatus
 from collsim.emit.layouts import EmitError
@@ -404,17 +403,5 @@ def write_program(emitted: EmittedProgram, directory: Path) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in emitted.files.items():
-        target = directory / name
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=directory)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-                handle.write(text)
-            os.replace(tmp, target)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        written.append(target)
+        written.append(atomic_write_text(directory / name, text, newline="\n"))
     return written

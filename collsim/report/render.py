@@ -9,7 +9,6 @@ from __future__ import annotations
 import html
 import os
 import re
-import tempfile
 from functools import lru_cache
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from collsim.atomicfile import atomic_write_text
 from collsim.report import figures as F
 from collsim.report.data import (
     FLOAT_COLUMNS,
@@ -372,13 +372,4 @@ def write_report(
     if out.is_dir():
         out = out / "report.html"
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(page)
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; a report is meant to be shared
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return out
+    return atomic_write_text(out, page, newline="\n")
