@@ -119,6 +119,7 @@ class Rank:
         self.end = 0.0
         self.final: Node | None = None
         self._preplaced: list[float] | None = None
+        self._pairs: dict[int, tuple[Any, Any]] = {}
 
     # ------------------------------------------------------------------ helpers
 
@@ -276,7 +277,8 @@ class Rank:
                 if op.kind == ATOMIC and isinstance(op.operand, tuple):
                     wire *= route.costs.atomic_wire_factor
             plans.append((pipes, wire, start))
-        slices = max(1, min(BATCH_SLICES, BATCH_PLACEMENTS // len(plans)))
+        # Equal pushes complete together anyway (below), so one slice each is enough for them.
+        slices = max(1, min(BATCH_SLICES, BATCH_PLACEMENTS // len(plans))) if ops[0].kind == LOAD else 1
         finishes = [0.0] * len(plans)
         for _ in range(slices):
             for m, (pipes, wire, start) in enumerate(plans):
@@ -383,15 +385,15 @@ class Rank:
             tr = Transfer(self.rank, owner, wire, t, t, finish, finish, finish, node, payload, op, True, what)
             self._issued(th, tr, land)
             return tr
-        route = sim.route(self.rank, owner)
+        route, back = self._pair(owner)
         c = route.costs
         # A leader's flag or counter is a few bytes: link arbitration interleaves packets, so it does not
         # queue behind bulk transfers and costs latency only.
         pipes = () if op.leader else (self.st_engine,) + route.pipes
         delay = route.latency + (c.atomic_remote_us if atomic else c.remote_write_us)
-        back = sim.route(owner, self.rank).latency
+        back = back.latency
         if op.leader or c.transfer_pieces <= 1:
-            finish = self._reserve(pipes, wire, t)
+            finish = self._reserve(pipes, wire, t) if pipes else t
             tr = Transfer(self.rank, owner, wire, t, t, finish, finish + delay, finish + delay + back, node,
                           payload, op, False, what)
             self._issued(th, tr, land)
@@ -405,6 +407,13 @@ class Rank:
 
         th.pending.append(sim.env.process(sim.issue_pieces(pipes, wire, t, c.transfer_pieces, finished)))
         return None
+
+    def _pair(self, owner: int) -> tuple[Any, Any]:
+        """The routes to ``owner`` and back (cached per rank)."""
+        pair = self._pairs.get(owner)
+        if pair is None:
+            pair = self._pairs[owner] = (self.sim.route(self.rank, owner), self.sim.route(owner, self.rank))
+        return pair
 
     def _issue_node(self, th: Thread, op: Any, payload: bool) -> Node:
         """The node a transfer hangs from: the issuing thread's state at its clock now."""
@@ -466,7 +475,7 @@ class Rank:
         pipes = () if op.leader else (self.ld_engine,) + back.pipes
         pieces = 1 if op.leader or op.acquiring else back.costs.transfer_pieces
         if pieces <= 1:
-            finish = self._reserve(pipes, wire, start)
+            finish = self._reserve(pipes, wire, start) if pipes else start
             ready = finish + back.latency
             self._loaded(th, op, Transfer(self.rank, owner, wire, t, start, finish, ready, ready, node, True, op,
                                           False, "load"))

@@ -34,7 +34,6 @@ that ``collsim explain`` prints.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from collsim.sim.links import Transfer
@@ -70,19 +69,34 @@ class Node:
         return f"<Node rank {self.rank} {self.kind} {self.name} {self.start:.3f}-{self.end:.3f}>"
 
 
-@dataclass(frozen=True)
 class Step:
-    """One interval of the critical path: ``kind`` time on ``rank`` from ``start_us`` to ``end_us``."""
+    """One interval of the critical path: ``kind`` time on ``rank`` from ``start_us`` to ``end_us``.
 
-    rank: int
-    kind: str
-    start_us: float
-    end_us: float
-    text: str
+    ``text`` says what happened, in words; it is only written when asked for.
+    """
+
+    __slots__ = ("rank", "kind", "start_us", "end_us", "_text")
+
+    def __init__(self, rank: int, kind: str, start_us: float, end_us: float, text: Any) -> None:
+        self.rank = rank
+        self.kind = kind
+        self.start_us = start_us
+        self.end_us = end_us
+        self._text = text  # a string, or (function, *arguments) that writes it
+
+    @property
+    def text(self) -> str:
+        if not isinstance(self._text, str):
+            fn, *args = self._text
+            self._text = fn(*args)
+        return self._text
 
     @property
     def duration_us(self) -> float:
         return self.end_us - self.start_us
+
+    def __repr__(self) -> str:
+        return f"Step(rank={self.rank}, kind={self.kind!r}, {self.start_us:.3f}-{self.end_us:.3f}: {self.text})"
 
 
 def _size(nbytes: float) -> str:
@@ -94,24 +108,29 @@ def _size(nbytes: float) -> str:
 def _transfer_steps(tr: Transfer, until: float, waiter: str) -> list[Step]:
     """The legs of ``tr`` from its issue to ``until`` (latest first)."""
     steps: list[Step] = []
+    finish = min(tr.finish, until)
+    if until > finish:
+        steps.append(Step(tr.rank, "sync", finish, until, (_leg_text, tr, "flight", waiter)))
+    start = min(tr.start, finish)
+    if finish > start:
+        steps.append(Step(tr.rank, "data" if tr.payload else "sync", start, finish, (_leg_text, tr, "bytes", waiter)))
+    if start > tr.issue:
+        steps.append(Step(tr.rank, "sync", tr.issue, start, (_leg_text, tr, "request", waiter)))
+    return steps
+
+
+def _leg_text(tr: Transfer, leg: str, waiter: str) -> str:
     direction = f"rank {tr.rank} -> own memory" if tr.local else f"rank {tr.rank} -> rank {tr.peer}"
     if tr.what == "load":
         direction = f"rank {tr.peer} -> rank {tr.rank} (load)" if not tr.local else f"rank {tr.rank} local load"
-    move_kind = "data" if tr.payload else "sync"
-    finish = min(tr.finish, until)
-    if until > finish:
+    if leg == "flight":
         what = "acknowledged back to the issuer" if waiter == "ack" else "visible at the destination"
         if tr.what == "load":
             what = "back in the reader's registers"
-        steps.append(Step(tr.rank, "sync", finish, until, f"{tr.name}: {direction} in flight until {what}"))
-    start = min(tr.start, finish)
-    if finish > start:
-        steps.append(Step(tr.rank, move_kind, start, finish,
-                          f"{tr.name}: {_size(tr.nbytes)} {direction} crossing links/engines"))
-    if start > tr.issue:
-        steps.append(Step(tr.rank, "sync", tr.issue, start,
-                          f"{tr.name}: request travels to rank {tr.peer} and is served"))
-    return steps
+        return f"{tr.name}: {direction} in flight until {what}"
+    if leg == "bytes":
+        return f"{tr.name}: {_size(tr.nbytes)} {direction} crossing links/engines"
+    return f"{tr.name}: request travels to rank {tr.peer} and is served"
 
 
 def critical_path(final: Node) -> list[Step]:
@@ -122,7 +141,7 @@ def critical_path(final: Node) -> list[Step]:
         cause = node.cause
         if cause is not None and node.cause_at > node.start:
             if node.end > node.cause_at:
-                steps.append(Step(node.rank, node.kind, node.cause_at, node.end, _describe(node)))
+                steps.append(Step(node.rank, node.kind, node.cause_at, node.end, (_describe, node)))
             if isinstance(cause, Transfer):
                 acked = cause.ack > cause.visible and abs(node.cause_at - cause.ack) <= 1e-9
                 steps.extend(_transfer_steps(cause, node.cause_at, "ack" if acked else "visible"))
@@ -131,7 +150,7 @@ def critical_path(final: Node) -> list[Step]:
                 node = cause
             continue
         if node.end > node.start:
-            steps.append(Step(node.rank, node.kind, node.start, node.end, _describe(node)))
+            steps.append(Step(node.rank, node.kind, node.start, node.end, (_describe, node)))
         node = node.prev
     steps.reverse()
     return steps
