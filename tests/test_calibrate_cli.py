@@ -100,3 +100,13 @@ def test_calibrate_nothing_maps(tmp_path, collsim_cli):
     assert code == 2 and "no measured row maps to a configuration on hgx-h100" in stderr
     code, _, stderr = collsim_cli("calibrate", tmp_path / "missing.csv", "-t", "hgx-h100", "-o", tmp_path / "p.yaml")
     assert code == 2 and "missing.csv" in stderr
+
+
+def test_default_parameter_set_leaves_out_what_the_data_cannot_identify(measured, tmp_path, collsim_cli):
+    out = tmp_path / "p.yaml"
+    code, stdout, stderr = collsim_cli("calibrate", measured, "-t", "hgx-h100", "-m", "analytic", "-k", "2", "-o", out)
+    assert code == 0, stderr
+    assert "not fitted: base_latency_us.ll128: the data has no LL128-family rows" in stdout
+    doc = read_profile(out).document
+    assert "base_latency_us.ll128" in doc["fit"]["not_fitted"]
+    assert "base_latency_us.ll128" not in doc["fit"]["parameters"]

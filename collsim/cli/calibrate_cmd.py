@@ -221,7 +221,7 @@ def calibrate_cmd(
                                         "[default: the default model]."),
     params: Optional[str] = typer.Option(None, "--params", "-p", help="Comma-separated cost parameters to fit: the "
                                          "model's cost keys or aliases (launch, hop_latency, fence, poll, "
-                                         "bw_efficiency, ...) [default: collsim validate's set]."),
+                                         "bw_efficiency, ...) [default: collsim validate's set, less what the data cannot identify]."),
     folds: int = typer.Option(5, "--folds", "-k", help="k-fold cross-validation (0 or 1: none)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the fold assignment."),
     jobs: int = typer.Option(1, "--jobs", "-j", help="Worker processes for model evaluations."),
@@ -277,7 +277,10 @@ def calibrate_cmd(
             raise InputError(f"the {model_name} model cannot cost any mapped row", file=source)
         err.print(f"fitting {', '.join(names)} ({model_name}) to {len(ours)} row(s), {folds}-fold cross-validation",
                   soft_wrap=True)
-        cal = calibrate(ours, names, evaluator=ev, folds=folds, seed=seed, strict=True, source=source)
+        # parameters named on the command line must all be identifiable; from the default set, those the
+        # data cannot identify are left at their documented values and listed
+        cal = calibrate(ours, names, evaluator=ev, folds=folds, seed=seed, strict=bool(_split_params(params)),
+                        source=source)
         generation = ev.generation(topology, int(ours["m_ranks"].max()))
     counts = {f"{label}: {reason}": int(len(g)) for (label, reason), g in unmapped.groupby(["family_label", "reason"])}
     doc = profile_document(cal, topology=topology, generation=generation, sources=[str(p) for p in measured],
