@@ -272,6 +272,10 @@ class Lowered:
     wgroups: dict[int, list[Event]] = field(default_factory=dict)
     rgroups: dict[int, list[Event]] = field(default_factory=dict)
     flat_signature: str = ""
+    #: event id -> z3 Bool over read values (``v<id>``): the event runs iff it holds.
+    #: Empty for lowered protocols (every event runs); set for programs converted
+    #: from the event interface (:mod:`collsim.verify.bridge`).
+    guards: dict[int, Any] = field(default_factory=dict)
 
     def input_env(self, symbolic: bool = False) -> dict[tuple, int]:
         env = {}

@@ -120,6 +120,8 @@ class Execution:
         return z3.Bool(name) if sort == "bool" else z3.Int(name)
 
     def lin(self, value: Lin) -> Any:
+        if isinstance(value, z3.ExprRef):  # events converted from the event interface
+            return value
         terms = [z3.IntVal(value.c)] if value.c or not value.terms else []
         for key, coeff in value.terms.items():
             atom = self.input_terms[key] if key[0] == "in" else self.read_var[key[1]]
@@ -142,10 +144,14 @@ class Execution:
         return a.thread == b.thread and a.instr < b.instr
 
     def scope_includes(self, a: Event, other_thread: int) -> bool:
-        """Does ``a``'s scope include ``other_thread``? (one CTA per rank, one GPU per rank)"""
+        """Does ``a``'s scope include ``other_thread``? (placement: ``(rank, cta, gpu)``)"""
         if a.scope == "sys":
             return True
-        return self.low.placement[a.thread][0] == self.low.placement[other_thread][0]
+        _, cta, gpu = self.low.placement[a.thread]
+        _, other_cta, other_gpu = self.low.placement[other_thread]
+        if a.scope == "cta":
+            return (cta, gpu) == (other_cta, other_gpu)
+        return gpu == other_gpu
 
     def ms(self, a: Event, b: Event) -> bool:
         """Morally strong (PTX): related in po, or both strong with scopes including each other; same location."""
@@ -163,7 +169,7 @@ class Execution:
         self.stuck: dict[int, Any] = {}
         self.reached: dict[tuple[int, int], Any] = {}
         if not self.live:
-            self._exec = {e.id: z3.BoolVal(True) for e in self.ev}
+            self._exec = {e.id: low.guards.get(e.id, z3.BoolVal(True)) for e in self.ev}
             self.passed_all = z3.BoolVal(True)
             return
         bars: dict[tuple, list[Instr]] = {}
@@ -226,12 +232,12 @@ class Execution:
                 self.rf[(None if w is None else w.id, r.id)] = v
                 lits.append(v)
                 self.cons.append(z3.Implies(v, self.rval(r) == self.wval(w, r.loc)))
-                if w is not None and self.live:
+                if w is not None and (self.live or self.low.guards):
                     self.cons.append(z3.Implies(v, self.exe(w)))
             if not lits:
                 self.cons.append(z3.Not(self.exe(r)))
                 continue
-            if self.live:
+            if self.live or self.low.guards:
                 self.cons.append(z3.Implies(self.exe(r), z3.PbEq([(x, 1) for x in lits], 1)))
                 self.cons.append(z3.Implies(z3.Not(self.exe(r)), z3.Not(z3.Or(lits))))
             else:
@@ -331,14 +337,17 @@ class Execution:
                 for b in ws:
                     if a.id != b.id and (guard or self.ms(a, b)):
                         self.cons.append(z3.Implies(z3.And(self.co_lit(a, b), self.exe(a), self.exe(b)), edge(a, b)))
-        # Atomicity: an RMW is co-after what it reads, with no morally strong write in between.
+        # Atomicity: no morally strong write between an RMW's read and its write. An RMW is
+        # co-after a morally strong write it reads (SC-per-location); a weak write it reads
+        # stays unordered with it unless something else orders them (the PTX coherence
+        # order is partial).
         for z in self.ev:
             if z.kind != "RMW":
                 continue
             ws = self.low.writes_at(z.loc)
             for w in self.cands[z.id]:
                 lit = self.rf_lit(w, z)
-                if w is not None:
+                if w is not None and (guard or self.ms(w, z)):
                     self.cons.append(z3.Implies(lit, self.co_lit(w, z)))
                 for other in ws:
                     if other.id == z.id or (w is not None and other.id == w.id):

@@ -1,0 +1,191 @@
+"""Event-interface programs in the protocol verifier's encoding.
+
+The protocol verifier (:class:`collsim.verify.properties.Execution`) encodes
+PTX with vector clocks over lowered protocol events; the litmus runner uses
+:mod:`collsim.verify.models`. :func:`to_lowered` converts a
+:class:`collsim.verify.events.Program` (a parsed litmus test, a random test
+program) into the verifier's event form, so the same programs can be decided
+by both encodings: :func:`native_exists` is the verifier's answer to
+"is ``outcome`` reachable?".
+
+One event becomes one instruction. Guards (branches) become
+:attr:`Lowered.guards`, program assumptions extra constraints, values z3 terms
+over the verifier's read variables. Features the verifier's event form does
+not have raise :class:`Unsupported`: virtual aliases and proxy fences, ``red``
+(a read that is not a read for acquire patterns), ``cas`` (a write that may
+not happen), barriers with a register id, a thread count or ``bar.arrive``.
+None of them occurs in a lowered protocol.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import z3
+
+from collsim.verify.events import Program, rmw_result
+from collsim.verify.lower import Bounds, Event, Instr, Lowered
+from collsim.verify.properties import Execution
+
+__all__ = ["Unsupported", "Converted", "to_lowered", "native_exists", "native_outcomes", "final_values"]
+
+_INSTR_KIND = {"W": "store", "R": "load", "RMW": "rmw", "F": "fence", "BAR": "bar"}
+
+
+class Unsupported(ValueError):
+    """The program uses a feature outside the verifier's event form."""
+
+
+@dataclass
+class Converted:
+    low: Lowered
+    id_of: dict[str, int]  # program eid -> verifier event id
+    assumptions: list[Any]  # over the verifier's read variables
+
+    def term(self, t: Any) -> Any:
+        """``t`` (over the program's value variables) over the verifier's read variables."""
+        return _subst(t, self._pairs)
+
+    def __post_init__(self) -> None:
+        self._pairs: list[tuple[Any, Any]] = []
+
+
+def _subst(t: Any, pairs: list[tuple[Any, Any]]) -> Any:
+    if isinstance(t, bool):
+        return z3.BoolVal(t)
+    if isinstance(t, int):
+        return z3.IntVal(t)
+    return z3.substitute(t, *pairs) if pairs else t
+
+
+def to_lowered(program: Program) -> Converted:
+    """``program`` as a :class:`Lowered` for :class:`Execution` (raises :class:`Unsupported`)."""
+    if program.sort != z3.IntSort():
+        raise Unsupported("bit-vector values")
+    threads = program.threads
+    id_of: dict[str, int] = {}
+    order = []
+    for t in threads:
+        for e in sorted(program.events_of(t), key=lambda e: e.po_index):
+            id_of[e.eid] = len(order)
+            order.append((threads.index(t), e))
+    pairs = [(program.value_var(eid), z3.Int(f"v{i}")) for eid, i in id_of.items()
+             if program.event(eid).is_read]
+    conv = Converted(low=None, id_of=id_of, assumptions=[])  # type: ignore[arg-type]
+    conv._pairs = pairs
+
+    def term(x: Any) -> Any:
+        return _subst(program.const(x) if isinstance(x, int) else x, pairs)
+
+    events: list[Event] = []
+    instr_lists: list[list[Instr]] = [[] for _ in threads]
+    guards: dict[int, Any] = {}
+    for t, e in order:
+        i = id_of[e.eid]
+        if e.vloc is not None and e.vloc != e.loc:
+            raise Unsupported("virtual aliases")
+        kw: dict[str, Any] = dict(id=i, kind=e.kind, thread=t, rank=t, instr=len(instr_lists[t]),
+                                  label=e.eid, sem=e.sem, scope=e.scope or "sys",
+                                  deps=frozenset(id_of[d] for d in program.deps_of(e)))
+        if e.is_memory:
+            kw["loc"] = (e.loc,)
+        if e.kind == "F" and e.sem == "proxy_alias":
+            raise Unsupported("proxy fences")
+        if e.kind == "W":
+            kw["value"] = term(e.value)
+        elif e.kind == "RMW":
+            if not e.returns_value:
+                raise Unsupported("red (no result register)")
+            if callable(e.value) or e.rmw_op in (None, "cas"):
+                raise Unsupported(f"rmw {e.rmw_op or 'function'} (a write that may not happen)")
+            old = z3.Int(f"v{i}")
+            operand = term(e.operand if e.operand is not None else 0)
+            new, does = rmw_result(e.rmw_op, old, operand, None)
+            if not z3.is_true(z3.simplify(does)):
+                raise Unsupported(f"rmw {e.rmw_op}")
+            kw["rmw_op"] = e.rmw_op
+            kw["value"] = z3.simplify(new)
+        elif e.kind == "BAR":
+            if e.bar_arrive or e.bar_quorum is not None:
+                raise Unsupported("bar.arrive / barrier thread counts")
+            if e.bar_id is not None and not isinstance(e.bar_id, int):
+                raise Unsupported("barrier id in a register")
+            pl = program.placement[e.thread]
+            kw["bar"] = (pl.gpu, pl.cta, str(e.bar_instance), e.bar_id)
+        ev = Event(**kw)
+        events.append(ev)
+        if e.guard is not True:
+            guards[i] = term(e.guard)
+        instr_lists[t].append(Instr(thread=t, index=ev.instr, kind=_INSTR_KIND[e.kind], events=[ev],
+                                    label=e.eid, iteration=0))
+    instrs = [ins for th in instr_lists for ins in th]
+    for n, ins in enumerate(instrs):
+        ins.id = n
+    locs: dict[tuple, list[Event]] = {}
+    for ev in events:
+        if ev.loc is not None:
+            locs.setdefault(ev.loc, []).append(ev)
+    placement = [(t, program.placement[th].cta, program.placement[th].gpu) for t, th in enumerate(threads)]
+    conv.low = Lowered(
+        protocol=program.name or "program", algorithm="events", bounds=Bounds(ranks=max(2, len(threads))),
+        msg=0, assumptions=(), events=events, threads=instr_lists, placement=placement,
+        init={(loc,): program.init_value(loc) for loc in program.locations}, outputs={},
+        expected_outputs={}, word_bytes=8, elements=0, sentinel=None, forbidden_word=None,
+        instrs=instrs, locs=locs, guards=guards)
+    conv.assumptions = [term(a) for a in program.assumptions]
+    return conv
+
+
+def final_values(ex: Execution, conv: Converted, program: Program) -> list[Any]:
+    """Constraints tying ``program.final_var(loc)`` to a coherence-maximal executed write."""
+    out = []
+    for loc in program.locations:
+        key = (loc,)
+        fin = program.final_var(loc)
+        ws = ex.low.writes_at(key)
+        options = [z3.And([z3.Not(ex.exe(w)) for w in ws] + [fin == ex.wval(None, key)])]
+        for w in ws:
+            later = [z3.And(ex.exe(o), ex.co_lit(w, o)) for o in ws if o.id != w.id]
+            options.append(z3.And(ex.exe(w), z3.Not(z3.Or(later)) if later else z3.BoolVal(True),
+                                  fin == ex.wval(w, key)))
+        out.append(z3.Or(options))
+    return out
+
+
+def native_exists(program: Program, outcome: Any, model: str = "ptx",
+                  timeout_s: float | None = 120) -> str:
+    """``"sat"``, ``"unsat"`` or ``"unknown"``: can ``outcome`` (over the program's value and
+    final variables) happen under the verifier's encoding?"""
+    conv = to_lowered(program)
+    ex = Execution(conv.low, model)
+    s = ex.solver(timeout_s)
+    s.add(conv.assumptions)
+    s.add(final_values(ex, conv, program))
+    s.add(conv.term(outcome))
+    return str(s.check())
+
+
+def native_outcomes(program: Program, terms: dict[str, Any], model: str = "ptx",
+                    timeout_s: float | None = 120, limit: int = 10_000) -> set[tuple[int, ...]]:
+    """Every tuple of values of ``terms`` (over the program's value and final variables)
+    under the verifier's encoding; the counterpart of :func:`collsim.verify.solver.outcomes`."""
+    conv = to_lowered(program)
+    ex = Execution(conv.low, model)
+    s = ex.solver(timeout_s)
+    s.add(conv.assumptions)
+    s.add(final_values(ex, conv, program))
+    exprs = [conv.term(t) for t in terms.values()]
+    found: set[tuple[int, ...]] = set()
+    while len(found) < limit:
+        status = s.check()
+        if status == z3.unknown:
+            raise TimeoutError(s.reason_unknown())
+        if status == z3.unsat:
+            break
+        m = s.model()
+        vals = tuple(m.eval(t, model_completion=True).as_long() for t in exprs)
+        found.add(vals)
+        if not exprs:
+            break
+        s.add(z3.Or([t != v for t, v in zip(exprs, vals)]))
+    return found

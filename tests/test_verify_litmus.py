@@ -1,0 +1,161 @@
+"""The protocol verifier's encoding against the litmus suite and the model layer.
+
+The verifier (:class:`collsim.verify.properties.Execution`, vector clocks)
+and the litmus runner (:mod:`collsim.verify.models`) are two encodings of one
+PTX model. Here the verifier's encoding decides
+
+* every training litmus test it can express (:mod:`collsim.verify.bridge`
+  converts the parsed test; tests using features outside the verifier's event
+  form are skipped with the feature named), and must agree with the expected
+  outcome;
+* random small programs, whose sets of outcomes (every read value and every
+  final value) must equal the model layer's, under ``ptx`` and ``sc``.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from collsim.verify.bridge import Unsupported, native_exists, native_outcomes, to_lowered
+from collsim.verify.events import Program, ProgramBuilder
+from collsim.verify.litmus import load_jsonl, parse_test
+from collsim.verify.solver import outcomes
+
+REPO = Path(__file__).resolve().parents[1]
+TRAIN = REPO.parent / "shared" / "data" / "litmus" / "ptx_generic_train.jsonl"
+
+#: features the verifier's event form lacks (none occurs in a lowered protocol)
+UNSUPPORTED_AT_MOST = 16
+
+
+def _rows() -> list[dict]:
+    if not TRAIN.exists():
+        return []
+    return [json.loads(line) for line in TRAIN.read_text().splitlines() if line.strip()]
+
+
+ROWS = _rows()
+
+
+@pytest.mark.skipif(not ROWS, reason="training litmus suite not found at ../shared/data/litmus/")
+@pytest.mark.parametrize("n", range(len(ROWS)), ids=[r["name"] for r in ROWS])
+def test_litmus_under_the_verifier_encoding(n):
+    test = parse_test(ROWS[n], file=str(TRAIN), line=n + 1)
+    try:
+        status = native_exists(test.program, test.outcome, timeout_s=120)
+    except Unsupported as exc:
+        pytest.skip(f"outside the verifier's event form: {exc}")
+    observed = {"sat": "allowed", "unsat": "forbidden"}.get(status, "unknown")
+    assert observed == test.expected, f"{test.name}: expected {test.expected}, verifier encoding says {observed}"
+
+
+@pytest.mark.skipif(not ROWS, reason="training litmus suite not found at ../shared/data/litmus/")
+def test_most_of_the_litmus_suite_is_expressible():
+    unsupported = []
+    for t in load_jsonl(TRAIN):
+        try:
+            to_lowered(t.program)
+        except Unsupported as exc:
+            unsupported.append((t.name, str(exc)))
+    assert len(unsupported) <= UNSUPPORTED_AT_MOST, unsupported
+
+
+def test_unsupported_features_are_refused():
+    b = ProgramBuilder()
+    b.thread("P0")
+    b.rmw("P0", "x", "cas", 1, compare=0)
+    with pytest.raises(Unsupported, match="cas"):
+        to_lowered(b.build())
+    b = ProgramBuilder()
+    b.red("P0", "x", "add", 1)
+    with pytest.raises(Unsupported, match="red"):
+        to_lowered(b.build())
+
+
+# ----------------------------------------------------------- random programs
+LOCS = ("x", "y")
+SCOPES = ("cta", "gpu", "sys")
+
+op_strategy = st.one_of(
+    st.tuples(st.just("ld"), st.sampled_from(LOCS), st.sampled_from(("weak", "relaxed", "acquire")),
+              st.sampled_from(SCOPES)),
+    st.tuples(st.just("st"), st.sampled_from(LOCS), st.sampled_from(("weak", "relaxed", "release")),
+              st.sampled_from(SCOPES), st.booleans()),
+    st.tuples(st.just("fence"), st.sampled_from(("sc", "acq_rel")), st.sampled_from(SCOPES)),
+    st.tuples(st.just("rmw"), st.sampled_from(LOCS), st.sampled_from(("add", "exch")),
+              st.sampled_from(("relaxed", "acquire", "release", "acq_rel")), st.sampled_from(SCOPES)),
+    st.tuples(st.just("bar")),
+)
+
+program_strategy = st.lists(
+    st.tuples(st.integers(0, 1), st.integers(0, 1), st.lists(op_strategy, min_size=1, max_size=3)),
+    min_size=2, max_size=3)
+
+
+def build(spec) -> tuple[Program, dict]:
+    """A program from ``[(cta, gpu, ops)]``: distinct store values, optional data dependencies."""
+    b = ProgramBuilder()
+    terms: dict = {}
+    value = 0
+    for t, (cta, gpu, _) in enumerate(spec):
+        b.thread(f"P{t}", cta=cta, gpu=gpu)
+    for t, (_, _, ops) in enumerate(spec):
+        th = f"P{t}"
+        last_read = None
+        bars = 0
+        for op in ops:
+            if op[0] == "ld":
+                _, loc, sem, scope = op
+                last_read = b.ld(th, loc, sem=sem, scope=None if sem == "weak" else scope)
+                terms[last_read] = b.value(last_read)
+            elif op[0] == "st":
+                _, loc, sem, scope, dep = op
+                value += 1
+                v = value if not (dep and last_read) else b.value(last_read) + 10 * value
+                b.st(th, loc, v, sem=sem, scope=None if sem == "weak" else scope)
+            elif op[0] == "fence":
+                b.fence(th, sem=op[1], scope=op[2])
+            elif op[0] == "rmw":
+                _, loc, kind, sem, scope = op
+                value += 1
+                last_read = b.rmw(th, loc, kind, value, sem=sem, scope=scope)
+                terms[last_read] = b.value(last_read)
+            else:  # the k-th barrier of every thread of a CTA is one instance
+                b.bar(th, instance=bars)
+                bars += 1
+    prog = b.build()
+    for loc in prog.locations:
+        terms[f"final {loc}"] = prog.final_var(loc)
+    return prog, terms
+
+
+def _agree(spec, model: str) -> None:
+    prog, terms = build(spec)
+    theirs = outcomes(prog, terms, model=model, timeout_s=120)
+    assert theirs.complete, theirs.reason
+    ours = native_outcomes(prog, terms, model=model, timeout_s=120)
+    assert ours == theirs.values, (spec, sorted(ours ^ theirs.values))
+
+
+_FEW = settings(max_examples=8, deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.too_slow])
+_MANY = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.parametrize("model", ["ptx", "sc"])
+@_FEW
+@given(spec=program_strategy)
+def test_random_programs_agree_with_the_model_layer(spec, model):
+    _agree(spec, model)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["ptx", "sc"])
+@_MANY
+@given(spec=program_strategy)
+def test_many_random_programs_agree_with_the_model_layer(spec, model):
+    _agree(spec, model)
