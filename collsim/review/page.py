@@ -411,6 +411,17 @@ def build_page(r: Review) -> str:
     first = True
     figs: dict[str, str] = {}
     trace_counts: dict[str, int] = {}
+    # figures in page order: plotly.js is embedded once, with the first one
+    cexs = []
+    for i, c in enumerate(r.counterexamples()):
+        cj = c["cex"].to_json()
+        where = f"{c['algorithm']}, {c['model']}" + (f", without {c['without']}" if c["without"] else "")
+        fig = counterexample_figure(cj, f"{c['title']} ({where})")
+        anchor = f"cex-{i + 1}"
+        cexs.append({"anchor": anchor, "heading": f"{c['title']}: {where}", "reason": cj["reason"],
+                     "fig": _fig_html(fig, f"fig-{anchor}", first), "ntraces": len(fig["data"]),
+                     "text": c["cex"].render() + f"\n\nbound: {c['bound']}"})
+        first = False
     rows = [rec for rec in r.records if rec.get("latency_us") is not None]
     if rows:
         from collsim.report import figures as F
@@ -424,16 +435,6 @@ def build_page(r: Review) -> str:
             figs[key] = _fig_html(fig, FIXED_FIGURES[key], first)
             trace_counts[key] = len(fig["data"])
             first = False
-    cexs = []
-    for i, c in enumerate(r.counterexamples()):
-        cj = c["cex"].to_json()
-        where = f"{c['algorithm']}, {c['model']}" + (f", without {c['without']}" if c["without"] else "")
-        fig = counterexample_figure(cj, f"{c['title']} ({where})")
-        anchor = f"cex-{i + 1}"
-        cexs.append({"anchor": anchor, "heading": f"{c['title']}: {where}", "reason": cj["reason"],
-                     "fig": _fig_html(fig, f"fig-{anchor}", first), "ntraces": len(fig["data"]),
-                     "text": c["cex"].render() + f"\n\nbound: {c['bound']}"})
-        first = False
     vrows = []
     props = [{"name": p, "title": PROPERTY_TITLES[p]} for p in PROPERTIES]
     for v in r.verifications:
