@@ -41,9 +41,18 @@ is taken at the starting values on the training rows. A parameter is refused
   constant), or when a combination of columns is (smallest singular value of
   the normalised Jacobian below 1e-3 of the largest).
 
+After the fit, the Jacobian at the solution gives each value a
+multiplicative standard error (:attr:`Calibration.uncertainty`). A parameter
+no row depends on at the fitted values, or whose one-standard-error band is
+wider than a factor :data:`MAX_SE_FACTOR`, is not identified either: it is
+reset to its documented value and the others are refitted. A value on a
+bound is kept and flagged (the rows want it outside its physical range: a
+mechanism the model lacks).
+
 Named parameters are refused with an :class:`IdentifiabilityError` naming
 each and why; members of a named table or alias group that the data cannot
-identify are left at their values and listed as not fitted.
+identify (and parameters of the default set of ``collsim calibrate`` /
+``collsim validate``) are left at their values and listed as not fitted.
 """
 from __future__ import annotations
 
@@ -124,6 +133,10 @@ MIN_SINGULAR_RATIO = 1e-3
 FD_STEP = math.log(1.01)
 #: Broyden updates between two finite-difference Jacobians during a fit.
 BROYDEN_REFRESH = 3
+#: A fitted value within this relative distance of a bound is reported as on the bound.
+BOUND_TOLERANCE = 5e-3
+#: A fitted value whose one-standard-error band is wider than this factor is not identified by the rows.
+MAX_SE_FACTOR = 10.0
 
 
 class IdentifiabilityError(InputError):
@@ -155,9 +168,9 @@ class Param:
 
     def at_bound(self, value: float) -> str:
         """``"lower"``/``"upper"`` when ``value`` sits on that bound (the data pushes past the physical range)."""
-        if value <= self.lower * (1 + 1e-6):
+        if value <= self.lower * (1 + BOUND_TOLERANCE):
             return "lower"
-        if value >= self.upper * (1 - 1e-6):
+        if value >= self.upper * (1 - BOUND_TOLERANCE):
             return "upper"
         return ""
 
@@ -731,9 +744,24 @@ def _uncertainty(ev: Evaluator, cfgs: Sequence[Config], measured: np.ndarray, pa
     return out
 
 
-def _lost_at_solution(cal_unc: Mapping[str, float], params: Sequence[Param], values: Mapping[str, float]) -> list[str]:
-    """Parameters no row depends on at the fitted values although one did at the start (and not on a bound)."""
-    return [p.name for p in params if not math.isfinite(cal_unc.get(p.name, 0.0)) and not p.at_bound(values[p.name])]
+def _lost_at_solution(cal_unc: Mapping[str, float], params: Sequence[Param],
+                      values: Mapping[str, float]) -> dict[str, str]:
+    """``name -> reason`` for parameters the rows do not pin down at the fitted values (and not on a bound).
+
+    Either no row depends on it there (infinite standard error), or its
+    one-standard-error band is wider than :data:`MAX_SE_FACTOR`.
+    """
+    out = {}
+    for p in params:
+        factor = cal_unc.get(p.name, 1.0)
+        if p.at_bound(values[p.name]):
+            continue
+        if not math.isfinite(factor):
+            out[p.name] = "no row depends on it at the fitted values (zero Jacobian column at the solution)"
+        elif factor > MAX_SE_FACTOR:
+            out[p.name] = (f"the rows pin it only within a factor {factor:.3g} (one standard error) at the fitted "
+                           "values")
+    return out
 
 
 def assign_folds(families: Sequence[str], folds: int, seed: int = 0) -> np.ndarray:
@@ -832,19 +860,20 @@ def calibrate(
     lost = _lost_at_solution(uncertainty, fitted, values)
     if lost:
         # identified at the documented values but not at the fitted ones (the rows moved onto another
-        # regime, e.g. a bandwidth cap): leave them at their documented values and refit the others
-        why = "no row depends on it at the fitted values (zero Jacobian column at the solution)"
-        explicit_lost = [n for n in lost if next(p for p in fitted if p.name == n).explicit]
+        # regime, e.g. a bandwidth cap, or leave the value loose): leave them at their documented values
+        # and refit the others
+        explicit_lost = {n: why for n, why in lost.items() if next(p for p in fitted if p.name == n).explicit}
         if strict and explicit_lost:
             kept = [p.name for p in fitted if p.name not in lost]
             hint = f"; fit the others with --params {','.join(kept)}" if kept else ""
-            raise IdentifiabilityError(f"the data cannot identify {', '.join(explicit_lost)} ({why}){hint}",
-                                       file=source, field="--params")
-        refused_all.update({n: why for n in lost})
+            detail = "; ".join(f"{n} ({why})" for n, why in explicit_lost.items())
+            raise IdentifiabilityError(f"the data cannot identify {detail}{hint}", file=source, field="--params")
+        refused_all.update(lost)
         fitted = [p for p in fitted if p.name not in lost]
         if not fitted:
-            raise IdentifiabilityError(f"the data identifies none of the parameters: {', '.join(lost)} ({why})",
-                                       file=source, field="--params")
+            detail = "; ".join(f"{n} ({why})" for n, why in lost.items())
+            raise IdentifiabilityError(f"the data identifies none of the parameters: {detail}", file=source,
+                                       field="--params")
         values, res = fit_parameters(ev, cfgs, measured, fitted, max_nfev=max_nfev)
         uncertainty = _uncertainty(ev, cfgs, measured, fitted, values)
     fitted_costs = costs_from_values(ev.model, values)
