@@ -11,9 +11,9 @@ by both encodings: :func:`native_exists` is the verifier's answer to
 One event becomes one instruction. Guards (branches) become
 :attr:`Lowered.guards`, program assumptions extra constraints, values z3 terms
 over the verifier's read variables. Features the verifier's event form does
-not have raise :class:`Unsupported`: virtual aliases and proxy fences, ``red``
-(a read that is not a read for acquire patterns), ``cas`` (a write that may
-not happen), barriers with a register id, a thread count or ``bar.arrive``.
+not have raise :class:`Unsupported`: virtual aliases and proxy fences,
+``cas`` (a write that may not happen), barriers with a register id, a thread
+count or ``bar.arrive``.
 None of them occurs in a lowered protocol.
 """
 from __future__ import annotations
@@ -94,8 +94,7 @@ def to_lowered(program: Program) -> Converted:
         if e.kind == "W":
             kw["value"] = term(e.value)
         elif e.kind == "RMW":
-            if not e.returns_value:
-                raise Unsupported("red (no result register)")
+            kw["returns_value"] = e.returns_value
             if callable(e.value) or e.rmw_op in (None, "cas"):
                 raise Unsupported(f"rmw {e.rmw_op or 'function'} (a write that may not happen)")
             old = z3.Int(f"v{i}")

@@ -209,6 +209,7 @@ class Event:
     bar: tuple | None = None  # (rank, k): the k-th barrier of the rank
     fill: str | None = None  # "zero" / "sentinel" for Fill stores
     deps: frozenset[int] = frozenset()  # data dependencies (read events); control ones follow from polls
+    returns_value: bool = True  # False for a ``red``: its read is not a read for acquire patterns
 
     @property
     def is_write(self) -> bool:

@@ -466,7 +466,7 @@ class Execution:
             return e.is_read and e.strong
         if e.kind == "F":
             return seen_strong_read or e.sem == "sc"
-        return e.is_read and e.sem in _ACQ
+        return e.is_read and e.sem in _ACQ and e.returns_value
 
     def _build_causality(self) -> None:
         """Vector clocks: ``V[e][u] = c`` means the first ``c`` instructions of thread ``u`` precede ``e``.
@@ -503,7 +503,7 @@ class Execution:
                             self.cons.append(join[u] >= prev[u])
                     prev = join
                 joins.append(prev)
-                strong_read = strong_read or any(e.is_read and e.strong for e in instr.events)
+                strong_read = strong_read or any(e.is_read and e.strong and e.returns_value for e in instr.events)
             self.J.append(joins)
             self.J_before.append(befores)
         self._sync_cond: dict[tuple[int, int], list[Any]] = {}
@@ -582,7 +582,7 @@ class Execution:
         threads = low.threads
         for loc, events in low.locs.items():
             writes = [e for e in events if e.is_write and e.strong]
-            reads = [e for e in events if e.is_read and e.strong]
+            reads = [e for e in events if e.is_read and e.strong and e.returns_value]
             for w in writes:
                 sources = self._release_sources(w, threads[w.thread])
                 if not sources:
@@ -623,7 +623,7 @@ class Execution:
                 if e.kind == "F":
                     out.append(e)
                     return out
-                if not found_read and e.is_read and e.loc == r.loc and e.sem in _ACQ:
+                if not found_read and e.is_read and e.returns_value and e.loc == r.loc and e.sem in _ACQ:
                     out.append(e)
                     found_read = True
         return out
