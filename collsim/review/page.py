@@ -116,7 +116,7 @@ def counterexample_figure(cex: dict[str, Any], title: str) -> dict[str, Any]:
         xaxis=dict(title=dict(text="step of the violating execution"), gridcolor="#e5e9f0", zeroline=False,
                    range=[-0.8, max(len(steps), 1) - 0.2], dtick=1),
         yaxis=dict(title=dict(text=""), type="category", categoryorder="array", categoryarray=rows[::-1],
-                   gridcolor="#e5e9f0", automargin=True),
+                   range=[-0.7, len(rows) - 0.3], gridcolor="#e5e9f0", automargin=True),
         legend=dict(orientation="h", y=-0.25),
         margin=dict(l=110, r=30, t=60, b=90),
         height=max(260, 110 + 70 * len(rows)),
