@@ -23,6 +23,7 @@ from collsim.cli import (  # noqa: F401  (imported for registration)
     report_cmd,
     litmus_cmd,
     explain_cmd,
+    review_cmd,
 )
 
 __all__ = ["app", "main"]
