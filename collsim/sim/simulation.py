@@ -179,13 +179,16 @@ class Simulation:
     def run(self) -> Outcome:
         """Run every rank to its kernel end; raise if a rank never gets there (a hang)."""
         finals = []
+        n = len(self.ranks)
+        skew = self.costs.nvlink.start_skew_us
         for rank in self.ranks:
-            launch = Node(rank.rank, 0.0, self.start_us, "launch", "kernel_start", None,
+            start = self.start_us + (skew * rank.rank / (n - 1) if n > 1 else 0.0)
+            launch = Node(rank.rank, 0.0, start, "launch", "kernel_start", None,
                           what="launch overhead and kernel start" if self.launch_us else "kernel start")
             finals.append(launch)
             if self.record:
                 self.note_node(launch)
-            self.env.process(rank.process(self.start_us, launch))
+            self.env.process(rank.process(start, launch))
         self.events += len(self.ranks)
         self.env.run()
         stuck = [r.rank for r in self.ranks if r.final is None]
