@@ -12,8 +12,8 @@ One event becomes one instruction. Guards (branches) become
 :attr:`Lowered.guards`, program assumptions extra constraints, values z3 terms
 over the verifier's read variables. Features the verifier's event form does
 not have raise :class:`Unsupported`: virtual aliases and proxy fences,
-``cas`` (a write that may not happen), barriers with a register id, a thread
-count or ``bar.arrive``.
+barriers with a register id, a thread count or ``bar.arrive``. A ``cas``
+writes only when its comparison holds (:attr:`Event.writes_if`).
 None of them occurs in a lowered protocol.
 """
 from __future__ import annotations
@@ -95,13 +95,16 @@ def to_lowered(program: Program) -> Converted:
             kw["value"] = term(e.value)
         elif e.kind == "RMW":
             kw["returns_value"] = e.returns_value
-            if callable(e.value) or e.rmw_op in (None, "cas"):
-                raise Unsupported(f"rmw {e.rmw_op or 'function'} (a write that may not happen)")
+            if callable(e.value) or e.rmw_op is None:
+                raise Unsupported("rmw given as a function")
             old = z3.Int(f"v{i}")
             operand = term(e.operand if e.operand is not None else 0)
-            new, does = rmw_result(e.rmw_op, old, operand, None)
-            if not z3.is_true(z3.simplify(does)):
-                raise Unsupported(f"rmw {e.rmw_op}")
+            compare = term(e.compare) if e.compare is not None else None
+            new, does = rmw_result(e.rmw_op, old, operand, compare)
+            does = z3.simplify(does)
+            if not z3.is_true(does):
+                kw["writes_if"] = does
+                new = z3.If(does, new, old)
             kw["rmw_op"] = e.rmw_op
             kw["value"] = z3.simplify(new)
         elif e.kind == "BAR":
@@ -142,10 +145,10 @@ def final_values(ex: Execution, conv: Converted, program: Program) -> list[Any]:
         key = (loc,)
         fin = program.final_var(loc)
         ws = ex.low.writes_at(key)
-        options = [z3.And([z3.Not(ex.exe(w)) for w in ws] + [fin == ex.wval(None, key)])]
+        options = [z3.And([z3.Not(ex.wr(w)) for w in ws] + [fin == ex.wval(None, key)])]
         for w in ws:
-            later = [z3.And(ex.exe(o), ex.co_lit(w, o)) for o in ws if o.id != w.id]
-            options.append(z3.And(ex.exe(w), z3.Not(z3.Or(later)) if later else z3.BoolVal(True),
+            later = [z3.And(ex.wr(o), ex.co_lit(w, o)) for o in ws if o.id != w.id]
+            options.append(z3.And(ex.wr(w), z3.Not(z3.Or(later)) if later else z3.BoolVal(True),
                                   fin == ex.wval(w, key)))
         out.append(z3.Or(options))
     return out

@@ -210,6 +210,7 @@ class Event:
     fill: str | None = None  # "zero" / "sentinel" for Fill stores
     deps: frozenset[int] = frozenset()  # data dependencies (read events); control ones follow from polls
     returns_value: bool = True  # False for a ``red``: its read is not a read for acquire patterns
+    writes_if: Any = None  # z3 Bool over read values: a ``cas`` writes only when it holds (None: always)
 
     @property
     def is_write(self) -> bool:

@@ -202,6 +202,12 @@ class Execution:
     def exe(self, e: Event) -> Any:
         return self._exec[e.id]
 
+    def wr(self, w: Event) -> Any:
+        """The write event runs and writes (a failing ``cas`` does not)."""
+        if w.writes_if is None:
+            return self._exec[w.id]
+        return z3.And(self._exec[w.id], w.writes_if)
+
     # -- reads-from ------------------------------------------------------------
     def _candidate_ok(self, w: Event | None, r: Event) -> bool:
         if w is not None:
@@ -232,8 +238,8 @@ class Execution:
                 self.rf[(None if w is None else w.id, r.id)] = v
                 lits.append(v)
                 self.cons.append(z3.Implies(v, self.rval(r) == self.wval(w, r.loc)))
-                if w is not None and (self.live or self.low.guards):
-                    self.cons.append(z3.Implies(v, self.exe(w)))
+                if w is not None and (self.live or self.low.guards or w.writes_if is not None):
+                    self.cons.append(z3.Implies(v, self.wr(w)))
             if not lits:
                 self.cons.append(z3.Not(self.exe(r)))
                 continue
@@ -291,7 +297,7 @@ class Execution:
             terms = [z3.And(self.rf_lit(src, r), self.co_lit(src, w)) for src in self.cands[r.id]
                      if src is None or src.id != w.id]
             if terms:
-                yield z3.And(z3.Or(terms), self.exe(w)), w
+                yield z3.And(z3.Or(terms), self.wr(w)), w
 
     def _build_coherence_locally(self) -> None:
         """SC-per-location (ptx) or the single SC order (sc), and RMW atomicity."""
@@ -336,7 +342,7 @@ class Execution:
             for a in ws:
                 for b in ws:
                     if a.id != b.id and (guard or self.ms(a, b)):
-                        self.cons.append(z3.Implies(z3.And(self.co_lit(a, b), self.exe(a), self.exe(b)), edge(a, b)))
+                        self.cons.append(z3.Implies(z3.And(self.co_lit(a, b), self.wr(a), self.wr(b)), edge(a, b)))
         # Atomicity: no morally strong write between an RMW's read and its write. An RMW is
         # co-after a morally strong write it reads (SC-per-location); a weak write it reads
         # stays unordered with it unless something else orders them (the PTX coherence
@@ -353,7 +359,7 @@ class Execution:
                     if other.id == z.id or (w is not None and other.id == w.id):
                         continue
                     if guard or self.ms(other, z):
-                        self.cons.append(z3.Implies(z3.And(lit, self.exe(other)),
+                        self.cons.append(z3.Implies(z3.And(lit, self.wr(other)),
                                                     z3.Not(z3.And(self.co_lit(w, other), self.co_lit(other, z)))))
 
     # -- atomic groups ---------------------------------------------------------
@@ -414,7 +420,7 @@ class Execution:
             self.cons.append(z3.Implies(stuck, z3.Not(ok)))
             for r in polled:
                 for w in self.cands[r.id]:
-                    later = [z3.And(self.exe(o), self.co_lit(w, o)) for o in self.low.writes_at(r.loc)
+                    later = [z3.And(self.wr(o), self.co_lit(w, o)) for o in self.low.writes_at(r.loc)
                              if w is None or o.id != w.id]
                     if later:
                         self.cons.append(z3.Implies(z3.And(stuck, self.rf_lit(w, r)), z3.Not(z3.Or(later))))
@@ -717,7 +723,7 @@ class Execution:
                     if a.id != b.id and a.thread != b.thread:
                         c = self.cause(a, b)
                         if not z3.is_false(c):
-                            self.cons.append(z3.Implies(z3.And(c, self.exe(a), self.exe(b)), self.co_lit(a, b)))
+                            self.cons.append(z3.Implies(z3.And(c, self.wr(a), self.wr(b)), self.co_lit(a, b)))
             # Causality: irreflexive((rf | fr); cause)
             for r in self.low.reads_at(loc):
                 for w in self.cands[r.id]:
