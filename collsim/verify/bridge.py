@@ -18,7 +18,7 @@ None of them occurs in a lowered protocol.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import z3
@@ -38,16 +38,16 @@ class Unsupported(ValueError):
 
 @dataclass
 class Converted:
+    """A program in the verifier's event form."""
+
     low: Lowered
     id_of: dict[str, int]  # program eid -> verifier event id
-    assumptions: list[Any]  # over the verifier's read variables
+    assumptions: list[Any]  # the program's assumptions over the verifier's read variables
+    pairs: list[tuple[Any, Any]] = field(default_factory=list)  # value variable -> read variable
 
     def term(self, t: Any) -> Any:
         """``t`` (over the program's value variables) over the verifier's read variables."""
-        return _subst(t, self._pairs)
-
-    def __post_init__(self) -> None:
-        self._pairs: list[tuple[Any, Any]] = []
+        return _subst(t, self.pairs)
 
 
 def _subst(t: Any, pairs: list[tuple[Any, Any]]) -> Any:
@@ -71,8 +71,7 @@ def to_lowered(program: Program) -> Converted:
             order.append((threads.index(t), e))
     pairs = [(program.value_var(eid), z3.Int(f"v{i}")) for eid, i in id_of.items()
              if program.event(eid).is_read]
-    conv = Converted(low=None, id_of=id_of, assumptions=[])  # type: ignore[arg-type]
-    conv._pairs = pairs
+    conv = Converted(low=None, id_of=id_of, assumptions=[], pairs=pairs)  # type: ignore[arg-type]
 
     def term(x: Any) -> Any:
         return _subst(program.const(x) if isinstance(x, int) else x, pairs)

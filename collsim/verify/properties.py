@@ -20,7 +20,10 @@ thread can be synchronized into, one integer per other thread says how far
 into that thread its causal past reaches. The clocks are only bounded from
 below; every use of causality in an axiom or a property is negative, so a
 solver looking for a violation is free to pick the least clocks, which are
-the exact causality order.
+the exact causality order. This encoding and the model layer's
+(:mod:`collsim.verify.models`, which decides the litmus tests) are checked
+against each other: :func:`collsim.verify.lower.to_event_program` and
+:func:`collsim.verify.bridge.to_lowered` translate between their event forms.
 
 Polls follow the Dartagnan convention: the read that ends a spin satisfies
 its predicate and only executions in which every thread finishes count.
