@@ -768,12 +768,14 @@ def execute(
     workers: int | None = None,
     scheduler: str | None = None,
     report: bool = True,
+    profile: str | Path | None = None,
 ) -> RunOutput:
     """Load, expand, run and (optionally) write a scenario; the CLI and :func:`run_scenario` share it.
 
     With ``write`` and ``report``, ``report.html`` is written beside the
     results (not for sweeps: each sweep point is an ordinary result set that
-    ``collsim report`` can render).
+    ``collsim report`` can render). ``profile`` is a calibrated cost profile
+    (``collsim calibrate``) applied under the scenario's own ``costs:``.
 
     ``executor``, ``workers`` and ``scheduler`` say where rows run (see
     :func:`collsim.executors.open_executor`); the results do not depend on it.
@@ -786,7 +788,9 @@ def execute(
         get_model(model)  # an unknown --model is reported before the file is read
     scenario = load_scenario(source, model=model)
     model_name, _ = get_model(model if model is not None else scenario.model)
-    if model is not None:
+    if profile is not None:
+        scenario = with_profile(scenario, profile, model_name)
+    if model is not None or profile is not None:
         check_costs(scenario, model_name)  # a Scenario passed in was checked for another model
     rows, skipped = expand_rows(scenario, model_name)
     if not rows:
@@ -831,6 +835,31 @@ def execute(
         if report and not points and records:
             result.report = _write_report(out_dir, files["results.json"], records, model_name)
     return result
+
+
+def with_profile(scenario: Any, profile: str | Path, model_name: str) -> Any:
+    """``scenario`` with the costs of a calibrated profile underneath its own ``costs:``."""
+    import dataclasses
+
+    from collsim.calibrate.profile import load_profile
+
+    costs = merge_costs(load_profile(str(profile), model=model_name), scenario.costs)
+    return dataclasses.replace(scenario, costs=costs)
+
+
+def merge_costs(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``override`` on top, merging nested cost tables key by key.
+
+    >>> merge_costs({"a": 1, "t": {"x": 1, "y": 2}}, {"t": {"y": 3}})
+    {'a': 1, 't': {'x': 1, 'y': 3}}
+    """
+    merged: dict[str, Any] = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = merge_costs(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
 
 
 def _write_report(out_dir: Path, json_text: str, records: Sequence[Mapping[str, Any]], model_name: str) -> Path:

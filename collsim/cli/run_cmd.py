@@ -112,6 +112,7 @@ def run(
     workers: Optional[int] = typer.Option(None, "--workers", "-w", help="Worker processes for processes, or for the local Dask cluster (default: one per CPU)."),
     report: bool = typer.Option(True, "--report/--no-report", help="Also write report.html, the interactive HTML report."),
     open_: bool = typer.Option(False, "--open", help="Open report.html in a browser when done."),
+    profile: Optional[Path] = typer.Option(None, "--profile", help="A calibrated cost profile (collsim calibrate -o FILE); the scenario's costs: still win."),
 ) -> None:
     """Run every configuration of a scenario; write results.csv, results.json and report.html.
 
@@ -132,7 +133,7 @@ def run(
         raise InputError(f"workers must be at least 1, got {workers}", field="--workers")
     result = execute(
         file, out=out, model=model, progress=True, write=True, executor=executor, workers=workers, scheduler=scheduler,
-        report=report,
+        report=report, profile=profile,
     )
     scen = result.scenario
     topo = scen.topology
