@@ -870,7 +870,6 @@ def _write_report(out_dir: Path, json_text: str, records: Sequence[Mapping[str, 
     from collsim.report.timelines import timelines_for
 
     meta = json.loads(json_text)
-    meta["results_file"] = str(out_dir / "results.json")
     frame = records_frame(records)
     timelines = timelines_for(frame, meta) if model_name == "des" else None
     return write_report(frame, meta, out_dir / "report.html", timeline=timelines)

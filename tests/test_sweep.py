@@ -117,7 +117,7 @@ def test_cli_table_shows_sweep_columns(write_scenario, collsim_cli, tmp_path, mo
 def test_without_sweep_nothing_changes(write_scenario, tmp_path):
     df = collsim.run_scenario(write_scenario(BASE), out=tmp_path / "o")
     assert list(df.columns) == list(results.COLUMNS) and "sweep_points" not in df.attrs
-    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["results.csv", "results.json"]
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["report.html", "results.csv", "results.json"]
     doc = json.loads((tmp_path / "o" / "results.json").read_text())
     assert "sweep" not in doc["scenario"] and "sweep_point" not in doc and doc["columns"] == list(results.COLUMNS)
 
@@ -204,7 +204,9 @@ def test_parse_sweep_range():
 
 def test_interrupted_sweep_write_leaves_nothing(write_scenario, tmp_path, monkeypatch):
     path = write_scenario(BASE + "sweep: {launch_overhead_us: [1, 2, 3]}\n")
-    real_mkstemp = results.tempfile.mkstemp
+    import collsim.atomicfile as atomicfile
+
+    real_mkstemp = atomicfile.tempfile.mkstemp
     calls = []
 
     def flaky(*args, **kwargs):
@@ -213,7 +215,7 @@ def test_interrupted_sweep_write_leaves_nothing(write_scenario, tmp_path, monkey
             raise OSError("disk full")
         return real_mkstemp(*args, **kwargs)
 
-    monkeypatch.setattr(results.tempfile, "mkstemp", flaky)
+    monkeypatch.setattr(atomicfile.tempfile, "mkstemp", flaky)
     with pytest.raises(OSError):
         collsim.run_scenario(path, out=tmp_path / "out" / "deeper")
     assert not (tmp_path / "out").exists()  # temporaries and the directories made for them are gone
