@@ -36,6 +36,7 @@ from typing import Any
 
 import pandas as pd
 
+from collsim.models import DTYPES
 from collsim.atomicfile import atomic_write_text
 from collsim.errors import InputError
 
@@ -121,20 +122,7 @@ COLLECTIVES: tuple[str, ...] = (
 )
 
 #: Element size in bytes of every canonical dtype.
-DTYPE_SIZES: dict[str, int] = {
-    "int8": 1,
-    "uint8": 1,
-    "float8_e4m3": 1,
-    "float8_e5m2": 1,
-    "float16": 2,
-    "bfloat16": 2,
-    "int32": 4,
-    "uint32": 4,
-    "float32": 4,
-    "int64": 8,
-    "uint64": 8,
-    "float64": 8,
-}
+DTYPE_SIZES: dict[str, int] = dict(DTYPES)
 
 #: Values of the ``launch`` column (besides ``""``).
 LAUNCH_MODES: tuple[str, ...] = ("eager", "graph")

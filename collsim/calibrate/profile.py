@@ -26,7 +26,6 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from collsim.atomicfile import atomic_write_text
 from collsim.errors import InputError
 
 __all__ = ["PROFILE_FORMAT", "Profile", "read_profile", "load_profile", "profile_document", "write_profile"]
@@ -159,15 +159,7 @@ def write_profile(path: str | os.PathLike[str], document: Mapping[str, Any]) -> 
     if not directory.is_dir():
         raise InputError(f"directory {directory} does not exist", file=str(target), field="--output")
     text = _HEADER + yaml.safe_dump(_clean(dict(document)), sort_keys=False, allow_unicode=True, width=120)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(target, text, newline="\n")
     return target
 
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from collsim.atomicfile import atomic_write_text
 from collsim.review.pipeline import Review
 
 __all__ = ["build_page", "write_review", "counterexample_figure", "FIXED_FIGURES", "ACTION_COLORS"]
@@ -466,15 +465,7 @@ def build_page(r: Review) -> str:
 
 def _atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, text, newline="\n")
 
 
 def write_review(r: Review, out_dir: str | Path) -> tuple[Path, Path]:
