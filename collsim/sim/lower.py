@@ -113,8 +113,9 @@ def _pred_tuple(pred: Any) -> str:
     raise TypeError(f"unknown poll predicate {pred!r}")
 
 
-def _binder(op: Any, program: Program) -> Callable[[dict, tuple], BoundOp]:
-    """A function ``(env, loops) -> BoundOp`` for one symbolic operation."""
+def _binder(op: Any, program: Program) -> tuple[Callable[[dict, tuple], BoundOp], Callable | None]:
+    """``bind(env, loops) -> BoundOp`` for one symbolic operation, and ``rebind(op, env)`` that updates only
+    the fields depending on ``MSG`` (None when there are none)."""
     kind = _KIND_OF[type(op)]
     fields: dict[str, str] = {"kind": str(kind), "label": repr(getattr(op, "label", type(op).__name__.lower()))}
     consts: dict[str, Any] = {"op": op}
@@ -167,10 +168,16 @@ def _binder(op: Any, program: Program) -> Callable[[dict, tuple], BoundOp]:
         else:
             lines.append(f"    o.{slot} = None")
     lines.append("    return o")
+    # The fields that depend on the message size, recomputed alone when the program is bound again at
+    # another size (a scenario runs every size of one configuration in a row).
+    sized = [slot for slot, source in fields.items() if "e['MSG']" in source]
+    if sized:
+        lines.append("def rebind(o, e):")
+        lines += [f"    o.{slot} = {fields[slot]}" for slot in sized]
     namespace: dict[str, Any] = {"new": object.__new__, "BoundOp": BoundOp, "op": op}
     namespace.update({f"c_{k}": v for k, v in consts.items()})
     exec("\n".join(lines), namespace)  # noqa: S102 - source built above from IR expressions only
-    return namespace["bind"]
+    return namespace["bind"], namespace.get("rebind")
 
 
 def _contains(ops: tuple, kinds: tuple[type, ...]) -> bool:
@@ -187,37 +194,66 @@ class Lowered:
 
     def __init__(self, program: Program) -> None:
         self.program = program
+        self._sized_loops = False
         self._tree = self._compile(program.ops)
+        self._reuse_key: tuple | None = None
+        self._reuse: dict[int, tuple[list[Any], list[tuple]]] = {}
 
     def _compile(self, ops: tuple) -> list[Any]:
         out: list[Any] = []
         for op in ops:
             if isinstance(op, Loop):
                 lanes = not _contains(op.body, (SyncGroup,))
-                count = eval(f"lambda e: {_src(op.count)}")  # noqa: S307 - IR expression source
+                source = _src(op.count)
+                self._sized_loops |= "e['MSG']" in source
+                count = eval(f"lambda e: {source}")  # noqa: S307 - IR expression source
                 out.append(("loop", op.var, count, self._compile(op.body), lanes, op.label,
                             _contains(op.body, (PollUntil,))))
             else:
-                out.append(("op", _binder(op, self.program)))
+                out.append(("op", *_binder(op, self.program)))
         return out
 
-    def bind(self, env: Mapping[str, int]) -> list[Any]:
-        """The items of one rank: :class:`BoundOp` and :class:`Block` objects in program order."""
-        e = dict(env)
-        return self._bind(self._tree, e, ())
+    def bind(self, env: Mapping[str, int], reuse: bool = False) -> list[Any]:
+        """The items of one rank: :class:`BoundOp` and :class:`Block` objects in program order.
 
-    def _bind(self, tree: list[Any], e: dict, loops: tuple) -> list[Any]:
+        With ``reuse``, a rank bound just before for the same ``NRANKS`` and ``ITER`` gets its previous
+        items back with only the size-dependent fields recomputed (those items change in place, so a
+        caller must not keep the earlier ones).
+        """
+        e = dict(env)
+        if not reuse or self._sized_loops:
+            return self._bind(self._tree, e, (), None)
+        key = tuple(sorted((k, v) for k, v in e.items() if k not in ("RANK", "MSG")))
+        if key != self._reuse_key:
+            self._reuse_key, self._reuse = key, {}
+        found = self._reuse.get(e["RANK"])
+        if found is None:
+            updates: list[tuple] = []
+            items = self._bind(self._tree, e, (), updates)
+            self._reuse[e["RANK"]] = (items, updates)
+            return items
+        items, updates = found
+        for bound, rebind, loops in updates:
+            for var, value in loops:
+                e[var] = value
+            rebind(bound, e)
+        return items
+
+    def _bind(self, tree: list[Any], e: dict, loops: tuple, updates: list | None) -> list[Any]:
         out: list[Any] = []
         for item in tree:
             if item[0] == "op":
-                out.append(item[1](e, loops))
+                bound = item[1](e, loops)
+                if updates is not None and item[2] is not None:
+                    updates.append((bound, item[2], loops))
+                out.append(bound)
                 continue
             _, var, count, body, lanes, label, has_poll = item
             saved = e.get(var, _MISSING)
             iterations = []
             for value in range(count(e)):
                 e[var] = value
-                iterations.append(self._bind(body, e, loops + ((var, value),)))
+                iterations.append(self._bind(body, e, loops + ((var, value),), updates))
             if saved is _MISSING:
                 e.pop(var, None)
             else:

@@ -121,7 +121,7 @@ def run_des(request: SimRequest) -> DesRun:
     c = costs.nvlink
     launch_us = c.launch_overhead_us if request.launch == "eager" else 0.0
     start = launch_us + c.kernel_start_us
-    items = [lowered.bind({"RANK": r, "NRANKS": n, "ITER": SIMULATED_ITER, "MSG": request.size_bytes})
+    items = [lowered.bind({"RANK": r, "NRANKS": n, "ITER": SIMULATED_ITER, "MSG": request.size_bytes}, reuse=True)
              for r in range(n)]
     sim = Simulation(topo, n, items, buffer_inits(program), costs, channels, start, launch_us,
                      record=request.timeline)
