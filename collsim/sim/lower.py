@@ -15,6 +15,7 @@ and it keeps the loop structure, which the simulator needs:
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any, Callable
 
@@ -196,8 +197,8 @@ class Lowered:
         self.program = program
         self._sized_loops = False
         self._tree = self._compile(program.ops)
-        self._reuse_key: tuple | None = None
-        self._reuse: dict[int, tuple[list[Any], list[tuple]]] = {}
+        # per thread: (NRANKS/ITER key, {rank: (items, size-dependent updates)}), so threads never share items
+        self._reuse: dict[int, tuple[tuple, dict[int, tuple[list[Any], list[tuple]]]]] = {}
 
     def _compile(self, ops: tuple) -> list[Any]:
         out: list[Any] = []
@@ -224,13 +225,15 @@ class Lowered:
         if not reuse or self._sized_loops:
             return self._bind(self._tree, e, (), None)
         key = tuple(sorted((k, v) for k, v in e.items() if k not in ("RANK", "MSG")))
-        if key != self._reuse_key:
-            self._reuse_key, self._reuse = key, {}
-        found = self._reuse.get(e["RANK"])
+        thread = threading.get_ident()
+        cached = self._reuse.get(thread)
+        if cached is None or cached[0] != key:
+            cached = self._reuse[thread] = (key, {})
+        found = cached[1].get(e["RANK"])
         if found is None:
             updates: list[tuple] = []
             items = self._bind(self._tree, e, (), updates)
-            self._reuse[e["RANK"]] = (items, updates)
+            cached[1][e["RANK"]] = (items, updates)
             return items
         items, updates = found
         for bound, rebind, loops in updates:
