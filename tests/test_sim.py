@@ -286,3 +286,23 @@ def test_explain_prints_the_breakdown_and_who_waited_for_what():
     assert "release fence" in text and "load_peer" in text
     graph = CliRunner().invoke(app, ["explain", "-p", "ll", "-a", "ring", "-n", "4", "--json"])
     assert graph.exit_code == 0 and '"critical_path"' in graph.output
+
+
+def test_a_poll_no_write_satisfies_is_reported_as_a_hang():
+    """A program whose poll can never succeed stops with an error naming the stuck ranks and location."""
+    from collsim.errors import CollsimError
+    from collsim.ir import Buffer, Equals, KernelBoundary, PollUntil, ProgramBuilder, Ref, Scope, Sem, counter_layout
+    from collsim.ir.expr import RANK
+    from collsim.ir.program import Program
+    from collsim.sim.lower import lower
+    from collsim.sim.simulation import Simulation, buffer_inits
+
+    b = ProgramBuilder()
+    b.emit(PollUntil(Ref("flags", RANK), Equals(1), Sem.ACQUIRE, Scope.SYS))
+    b.emit(KernelBoundary())
+    program = Program("stuck", "one-shot", b.ops, (Buffer("flags", counter_layout(), 1, 1, 1),))
+    lowered = lower(program)
+    items = [lowered.bind({"RANK": r, "NRANKS": 2, "ITER": 0, "MSG": 8}) for r in range(2)]
+    sim = Simulation(load_topology("hgx-h100"), 2, items, buffer_inits(program), load_costs("hopper"), 1, 1.0, 0.0)
+    with pytest.raises(CollsimError, match="hangs"):
+        sim.run()
