@@ -35,7 +35,7 @@ class Sentinel(Protocol):
     data_domain = DataDomain(POISON, "no 32-bit word of user data (inputs and partial sums) equals the poison 0xFFFAFFFA")
     analytic_family = "ll"
     citation = "NVIDIA/nccl contrib/custom_algos/allreduce README and twoshot_mc_poison kernel"
-    default_params = {"depth": 3, "repoison_offset": 2}
+    default_params = {"depth": 3, "repoison_offset": 2, "repoison": True}
 
     def buffers(self, transfer_bytes: Expr) -> tuple[Buffer, ...]:
         lines = ceil_div(transfer_bytes, SENTINEL_LINE.data_bytes)
@@ -62,6 +62,8 @@ class Sentinel(Protocol):
         def recv(builder: ProgramBuilder, r: Recv) -> None:
             builder.emit(PollUntil(self._slot(RANK, r.frm, seq, r.nbytes), NotEqual(POISON), Sem.RELAXED,
                                    Scope.SYS, into=r.into, into_offset=r.into_offset, label="poll_not_poison"))
+            if not self.params["repoison"]:  # a variant that leaves the reset to someone else
+                return
             # Re-poison the slot of seq-1 (= seq + 2 mod 3), which no peer is writing.
             builder.emit(Store(self._slot(RANK, r.frm, seq + self.params["repoison_offset"], r.nbytes),
                                Fill("sentinel"), Sem.RELAXED, Scope.SYS, label="repoison"))
