@@ -891,6 +891,8 @@ def run_scenario(
     executor: Any = None,
     workers: int | None = None,
     scheduler: str | None = None,
+    report: bool = True,
+    profile: str | Path | None = None,
 ) -> Any:
     """Run a scenario and return its rows as a :class:`pandas.DataFrame`.
 
@@ -913,6 +915,10 @@ def run_scenario(
         Worker processes (``processes``; ``dask`` without ``scheduler``).
     scheduler : str, optional
         Address of a running Dask scheduler, ``tcp://HOST:8786``.
+    report : bool
+        Also write ``report.html`` beside the results (default ``True``).
+    profile : path, optional
+        A calibrated cost profile applied under the scenario's ``costs:``.
 
     Returns
     -------
@@ -924,7 +930,7 @@ def run_scenario(
         (``[{"point": {...}, "directory": ...}]``).
     """
     result = execute(path_or_model, out=out, model=model, progress=progress, write=write,
-                     executor=executor, workers=workers, scheduler=scheduler)
+                     executor=executor, workers=workers, scheduler=scheduler, report=report, profile=profile)
     frame = result.frame()
     frame.attrs["scenario"] = result.scenario.name
     frame.attrs["model"] = result.model
