@@ -574,6 +574,7 @@ class Rank:
         poke(found)
         sim.events += 1
         found = yield decided
+        del poke, fire  # they refer to each other: free them now rather than at a garbage collection
         return found
 
     def _poll_done(self, th: Thread, op: Any, done: float, write: Any, t0: float) -> None:

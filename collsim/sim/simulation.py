@@ -200,8 +200,26 @@ class Simulation:
                 f"the simulated launch hangs: ranks {stuck} never reach the kernel end; polls still waiting on "
                 f"{[f'{b}@rank{r}[slot {s}, region {g}]' for b, r, s, g in waiting[:4]]} (no write ever satisfies "
                 "them; the verifier can show why)")
-        return Outcome([r.end for r in self.ranks], [r.final for r in self.ranks], self.events, self.nodes,
-                       self.transfers)
+        outcome = Outcome([r.end for r in self.ranks], [r.final for r in self.ranks], self.events, self.nodes,
+                          self.transfers)
+        self._release()
+        return outcome
+
+    def _release(self) -> None:
+        """Drop the references that make the run's state a cycle (ranks <-> simulation, locations <-> their
+        waiters), so reference counting frees it as soon as the outcome is gone, instead of a garbage
+        collection pass over every node and transfer of the run."""
+        for rank in self.ranks:
+            rank.sim = None
+            rank.regs.clear()
+            rank.reg_pending.clear()
+        for location in self.memory.locations.values():
+            location.waiters.clear()
+        self.memory.locations.clear()
+        self._routes.clear()
+        self._links.clear()
+        self.ranks = []
+        self.env = None
 
 
 def buffer_inits(program: Any) -> dict[str, Any]:
