@@ -55,6 +55,7 @@ __all__ = [
     "TaskOutcome",
     "Executor",
     "open_executor",
+    "check_executor_options",
     "map_tasks",
     "executor_label",
 ]
@@ -516,9 +517,8 @@ def open_executor(executor: Any = "local", *, workers: int | None = None, schedu
         return executor
     if executor is None:
         executor = "local"
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise InputError(f"workers must be a positive whole number, got {workers!r}", field="--workers")
     if not isinstance(executor, str):
+        _check_workers(workers)
         module = type(executor).__module__ or ""
         if module.startswith("distributed") and hasattr(executor, "submit") and hasattr(executor, "nthreads"):
             return _DaskExecutor(client=executor)
@@ -529,21 +529,43 @@ def open_executor(executor: Any = "local", *, workers: int | None = None, schedu
         if hasattr(executor, "map"):
             return _MapExecutor(executor)
         raise InputError(f"cannot run tasks on a {type(executor).__name__}", field="--executor", choices=EXECUTORS)
+    check_executor_options(executor, workers=workers, scheduler=scheduler)
+    if executor == "local":
+        return Executor()
+    if executor == "processes":
+        return _PoolExecutor(workers=workers)
+    return _DaskExecutor(scheduler=scheduler, workers=workers)
+
+
+def _check_workers(workers: Any) -> None:
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise InputError(f"workers must be a positive whole number, got {workers!r}", field="--workers")
+
+
+def check_executor_options(executor: Any, *, workers: Any = None, scheduler: str | None = None) -> None:
+    """Refuse a bad executor name, worker count or scheduler pairing, without starting anything.
+
+    The checks :func:`open_executor` makes on a name, for a command to run
+    before any work (``collsim run`` and ``collsim verify --all`` use it).
+
+    Raises
+    ------
+    InputError
+        Unknown kind (the message lists :data:`EXECUTORS`), a worker count that
+        is not a positive whole number or that the kind cannot use, or
+        ``scheduler`` with another kind than ``dask``.
+    """
+    _check_workers(workers)
     if executor not in EXECUTORS:
         raise InputError(f"unknown executor {executor!r}", field="--executor", choices=EXECUTORS)
     if scheduler is not None and executor != "dask":
         raise InputError(f"a scheduler address needs --executor dask, not {executor}", field="--scheduler")
-    if executor == "local":
-        if workers not in (None, 1):
-            raise InputError("the local executor runs one task at a time; use --executor processes or dask "
-                             "for more workers", field="--workers")
-        return Executor()
-    if executor == "processes":
-        return _PoolExecutor(workers=workers)
-    if scheduler is not None and workers is not None:
+    if executor == "local" and workers not in (None, 1):
+        raise InputError("the local executor runs one task at a time; use --executor processes or dask "
+                         "for more workers", field="--workers")
+    if executor == "dask" and scheduler is not None and workers is not None:
         raise InputError("--workers sizes a local Dask cluster; a running scheduler brings its own workers",
                          field="--workers")
-    return _DaskExecutor(scheduler=scheduler, workers=workers)
 
 
 def map_tasks(

@@ -9,6 +9,7 @@ from typing import Any, Optional
 import typer
 
 from collsim.cli.app import app
+from collsim.cli.options import executor_option, scheduler_option, workers_option
 
 __all__ = ["run", "simulate_cmd"]
 
@@ -107,9 +108,9 @@ def run(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory (default: reports/<name>)."),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Performance model (analytic, des) (default: the scenario's, else the default model)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the results table."),
-    executor: str = typer.Option("local", "--executor", "-x", help="Where rows run: local (one after the other), processes (a local process pool) or dask (a Dask cluster). Results are identical."),
-    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address, tcp://HOST:8786 (default: start a local cluster). Needs --executor dask."),
-    workers: Optional[int] = typer.Option(None, "--workers", "-w", help="Worker processes for processes, or for the local Dask cluster (default: one per CPU)."),
+    executor: str = executor_option("rows"),
+    scheduler: Optional[str] = scheduler_option(),
+    workers: Optional[int] = workers_option(),
     report: bool = typer.Option(True, "--report/--no-report", help="Also write report.html, the interactive HTML report."),
     open_: bool = typer.Option(False, "--open", help="Open report.html in a browser when done."),
     profile: Optional[Path] = typer.Option(None, "--profile", help="A calibrated cost profile (collsim calibrate -o FILE); the scenario's costs: still win."),
@@ -122,15 +123,12 @@ def run(
     model fails is tried once more, then reported (and listed under 'failed'
     in results.json) while the others are kept; the exit status is then 1.
     """
-    from collsim.errors import CollsimError, InputError
-    from collsim.executors import EXECUTORS
+    from collsim.errors import CollsimError
+    from collsim.executors import check_executor_options
     from collsim.results import execute
     from collsim.units import format_size
 
-    if executor not in EXECUTORS:
-        raise InputError(f"unknown executor {executor!r}", field="--executor", choices=EXECUTORS)
-    if workers is not None and workers < 1:
-        raise InputError(f"workers must be at least 1, got {workers}", field="--workers")
+    check_executor_options(executor, workers=workers, scheduler=scheduler)
     result = execute(
         file, out=out, model=model, progress=True, write=True, executor=executor, workers=workers, scheduler=scheduler,
         report=report, profile=profile,
