@@ -15,6 +15,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from collsim.atomicfile import atomic_write_text
+
 __all__ = ["cache_dir", "cache_key", "load", "store", "VERIFIER_VERSION"]
 
 #: bump when the encoding or the properties change meaning
@@ -40,11 +42,10 @@ def load(key: str) -> dict[str, Any] | None:
 
 
 def store(key: str, data: dict[str, Any]) -> None:
+    """Write a verdict atomically: concurrent writers of one key (worker processes) each replace the whole file."""
     directory = cache_dir()
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        tmp = directory / f".{key}.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True, default=str))
-        tmp.replace(directory / f"{key}.json")
+        atomic_write_text(directory / f"{key}.json", json.dumps(data, indent=1, sort_keys=True, default=str))
     except OSError:
         pass  # a read-only tree just means no cache
