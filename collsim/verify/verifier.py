@@ -21,8 +21,9 @@ protocol without re-solving.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import z3
 
@@ -296,6 +297,27 @@ def _resolve(protocol: str | Protocol, flag_bits: int | None) -> Protocol:
     return load_protocol(protocol, **params)
 
 
+@contextmanager
+def _fresh_z3_context() -> Iterator[None]:
+    """Build and solve in a new Z3 context, then restore the previous one.
+
+    Z3's choice of counterexample depends on the terms its context already
+    holds; a fresh context per call makes a verdict and its counterexample
+    independent of what this process solved before (serially, in a pool
+    worker or on a Dask worker alike).
+    """
+    module = z3.z3
+    if not hasattr(module, "_main_ctx"):  # pragma: no cover - a z3 without the global context
+        yield
+        return
+    saved = module._main_ctx
+    module._main_ctx = z3.Context()
+    try:
+        yield
+    finally:
+        module._main_ctx = saved
+
+
 def _status(result: z3.CheckSatResult) -> str:
     if result == z3.sat:
         return "violated"
@@ -485,9 +507,22 @@ def verify(
             result = VerifyResult.from_json(cached)
             result.expected_violation = expected
             return result
+    with _fresh_z3_context():
+        results, deps = _check_all(proto, algorithm, bounds, low, model, active, domain, timeout, props,
+                                   dependencies)
+    result = VerifyResult(proto.name, algorithm, model, _bound(low, bounds, model, active, domain), results, deps,
+                          time.perf_counter() - start, expected)
+    if use_cache:
+        _cache.store(key, result.to_json())
+    return result
+
+
+def _check_all(proto: Protocol, algorithm: str, bounds: Bounds, low: Lowered, model: str, active: tuple[str, ...],
+               domain: bool, timeout: float, props: list[str], dependencies: bool
+               ) -> tuple[dict[str, PropertyResult], list[Dependency]]:
+    """The properties under ``active``, and (with ``dependencies``) without each assumption and the data domain."""
     bound = _bound(low, bounds, model, active, domain)
-    checker = _Checker(low, bound, model, timeout)
-    results = checker.run(props)
+    results = _Checker(low, bound, model, timeout).run(props)
     deps: list[Dependency] = []
     if dependencies:
         dep_props = [p for p in props if p != "sentinel-collision"]
@@ -504,11 +539,7 @@ def verify(
             res2 = _Checker(low, b2, model, timeout).run(["sentinel-collision"], with_domain=False)
             deps.append(Dependency(DATA_DOMAIN, "data-domain", {p: r for p, r in res2.items() if not r.holds},
                                    proto.data_domain.statement))
-    result = VerifyResult(proto.name, algorithm, model, bound, results, deps, time.perf_counter() - start,
-                          expected)
-    if use_cache:
-        _cache.store(key, result.to_json())
-    return result
+    return results, deps
 
 
 def verdict_for(protocol: str | Protocol, algorithm: str | None = None, model: str = "ptx", *,
