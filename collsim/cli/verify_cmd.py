@@ -7,6 +7,7 @@ from typing import Any, List, Optional
 import typer
 
 from collsim.cli.app import app
+from collsim.cli.options import executor_option, scheduler_option, workers_option
 
 __all__ = ["verify_command"]
 
@@ -43,14 +44,20 @@ def verify_command(
     cache: bool = typer.Option(True, "--cache/--no-cache", help="Use and fill the verdict cache."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     all_: bool = typer.Option(False, "--all", help="Every shipped protocol and every mutant, as a summary."),
+    executor: str = executor_option("the checks of --all"),
+    scheduler: Optional[str] = scheduler_option(),
+    workers: Optional[int] = workers_option(),
 ) -> None:
     """Verify PROTOCOL's synchronization; exit 0 when every property holds at the bound, 1 otherwise.
 
     Properties: stale read, torn read, early overwrite, data race, hang,
     sentinel collision, postcondition. A verdict holds only at its bound
     (ranks, iterations, model, assumptions), which is always printed.
+    With --all, --executor spreads the checks like 'collsim run' does; a
+    check that raises twice is listed as an error and the exit status is 1.
     """
     from collsim.errors import InputError
+    from collsim.executors import check_executor_options
     from collsim.verify.verifier import verify, verify_all
 
     if timeout <= 0:
@@ -61,10 +68,18 @@ def verify_command(
         raise InputError("the bound needs at least 1 iteration", field="--iterations")
     common = dict(ranks=ranks, iterations=iterations, model=model, timeout=timeout, lines=lines, threads=threads,
                   use_cache=cache)
+    if not all_:
+        given = [name for name, value in (("--executor", executor != "local"), ("--scheduler", scheduler is not None),
+                                          ("--workers", workers is not None)) if value]
+        if given:
+            raise InputError("only applies with --all; a single protocol is checked in this process",
+                             field=given[0])
+    check_executor_options(executor, workers=workers, scheduler=scheduler)
     if all_:
         if protocol is not None:
             raise InputError("give a protocol or --all, not both", field="protocol")
-        summary = verify_all(algorithm=algorithm, flag_bits=flag_bits, **common)
+        summary = verify_all(algorithm=algorithm, flag_bits=flag_bits, executor=executor, workers=workers,
+                             scheduler=scheduler, progress="verify --all", **common)
         if as_json:
             print(json.dumps(summary.to_json(), indent=2))
         else:
@@ -90,9 +105,10 @@ def _print_summary(summary) -> None:
     from collsim.verify.properties import PROPERTIES, PROPERTY_TITLES
 
     console = _console()
-    if summary.protocols:
-        first = summary.protocols[0]
-        table = Table(title=f"protocols under {first.model} (bound per row)", box=box.SIMPLE_HEAD,
+    errors = {kind: [f for f in summary.failed if f.kind == kind] for kind in ("protocol", "mutant")}
+    if summary.protocols or errors["protocol"]:
+        model = summary.protocols[0].model if summary.protocols else "-"
+        table = Table(title=f"protocols under {model} (bound per row)", box=box.SIMPLE_HEAD,
                       title_justify="left", pad_edge=False)
         table.add_column("protocol", no_wrap=True)
         table.add_column("algorithm", no_wrap=True)
@@ -106,8 +122,10 @@ def _print_summary(summary) -> None:
             table.add_row(r.protocol, r.algorithm, f"{r.bound.ranks}x{r.bound.iterations} [{assumed}]",
                           *[_cell(r.properties[p].status) if p in r.properties else "-" for p in PROPERTIES],
                           ", ".join(r.depends_on) or "none", f"{r.seconds:.1f}")
+        for f in errors["protocol"]:
+            table.add_row(f.protocol, f.algorithm, "-", *["ERROR"] * len(PROPERTIES), "-", "-")
         console.print(table)
-    if summary.mutants:
+    if summary.mutants or errors["mutant"]:
         table = Table(title="mutants", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
         for name in ("mutant", "algorithm", "bound", "expected", "caught", "also violated", "time (s)"):
             table.add_column(name, no_wrap=True, justify="right" if name == "time (s)" else "left")
@@ -116,6 +134,8 @@ def _print_summary(summary) -> None:
             table.add_row(r.protocol, r.algorithm, f"{r.bound.ranks}x{r.bound.iterations}",
                           PROPERTY_TITLES.get(r.expected_violation or "", "-"), "yes" if r.caught else "NO",
                           ", ".join(others) or "-", f"{r.seconds:.1f}")
+        for f in errors["mutant"]:
+            table.add_row(f.protocol, f.algorithm, "-", "-", "ERROR", "-", "-")
         console.print(table)
     bad = [r for r in summary.protocols if not r.ok]
     missed = [r for r in summary.mutants if not r.caught]
@@ -125,5 +145,11 @@ def _print_summary(summary) -> None:
                       f"(run 'collsim verify {r.protocol} --algorithm {r.algorithm}' for counterexamples)")
     for r in missed:
         console.print(f"{r.protocol}: expected {r.expected_violation} was not found")
-    console.print(f"{len(summary.protocols)} protocol run(s), {len(bad)} not verified; {len(summary.mutants)} mutants, "
-                  f"{len(summary.mutants) - len(missed)} caught; {summary.seconds:.1f} s")
+    for f in summary.failed:
+        attempts = f"after {f.attempts} attempt{'s' if f.attempts != 1 else ''}"
+        console.print(f"{f.protocol}/{f.algorithm}: ERROR {attempts}: {f.error}", soft_wrap=True)
+    line = (f"{len(summary.protocols)} protocol run(s), {len(bad)} not verified; {len(summary.mutants)} mutants, "
+            f"{len(summary.mutants) - len(missed)} caught")
+    if summary.failed:
+        line += f"; {len(summary.failed)} run(s) failed with an error"
+    console.print(f"{line}; {summary.seconds:.1f} s")

@@ -1,7 +1,8 @@
 """Memory-model verification: events, axiomatic models (SC, PTX) and litmus tests."""
 
 # The protocol verifier's API, imported on first use (keeps `import collsim.verify` light).
-_VERIFIER_API = ("verify", "verdict_for", "verify_all", "VerifyResult", "PropertyResult", "Bound", "Summary")
+_VERIFIER_API = ("verify", "verdict_for", "verify_all", "VerifyResult", "PropertyResult", "Bound", "Summary",
+                 "FailedRun")
 
 
 def __getattr__(name: str):

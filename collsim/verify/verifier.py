@@ -57,6 +57,7 @@ __all__ = [
     "verdict_for",
     "verify_all",
     "Summary",
+    "FailedRun",
     "DEFAULT_TIMEOUT_S",
 ]
 
@@ -577,41 +578,152 @@ def verdict_for(protocol: str | Protocol, algorithm: str | None = None, model: s
 
 
 @dataclass
+class FailedRun:
+    """A :func:`verify_all` job that raised on every attempt: ``status`` is ``"error"``.
+
+    Attributes
+    ----------
+    protocol, algorithm : str
+        What was being verified.
+    kind : str
+        ``"protocol"`` (a shipped protocol) or ``"mutant"``.
+    error : str
+        ``"ExceptionType: message"`` of the last attempt.
+    attempts : int
+        Calls made (2 after the retry; 1 when the protocol did not even load).
+    """
+
+    protocol: str
+    algorithm: str
+    kind: str
+    error: str
+    attempts: int = 1
+    status: str = "error"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"protocol": self.protocol, "algorithm": self.algorithm, "kind": self.kind, "status": self.status,
+                "error": self.error, "attempts": self.attempts}
+
+
+@dataclass
 class Summary:
-    """``verify --all``: shipped protocols and mutants."""
+    """``verify --all``: shipped protocols, mutants, and the jobs that failed (each in job order)."""
 
     protocols: list[VerifyResult]
     mutants: list[VerifyResult]
     seconds: float = 0.0
+    failed: list[FailedRun] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return all(r.ok for r in self.protocols) and all(r.caught for r in self.mutants)
+        return not self.failed and all(r.ok for r in self.protocols) and all(r.caught for r in self.mutants)
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "seconds": round(self.seconds, 2),
-                "protocols": [r.to_json() for r in self.protocols], "mutants": [r.to_json() for r in self.mutants]}
+                "protocols": [r.to_json() for r in self.protocols], "mutants": [r.to_json() for r in self.mutants],
+                "failed": [f.to_json() for f in self.failed]}
+
+
+def _verify_job(job: tuple[str, str, dict[str, Any]]) -> VerifyResult:
+    """Run one :func:`verify_all` job, ``(protocol, algorithm, keyword arguments)``, on a worker."""
+    name, algorithm, kwargs = job
+    return verify(name, algorithm, **kwargs)
+
+
+def _all_jobs(only: Iterable[str] | None, algorithm: str | None, common: dict[str, Any]
+              ) -> list[tuple[str, tuple[str, str, dict[str, Any]] | FailedRun]]:
+    """``(kind, job)`` for every run :func:`verify_all` makes, in order; a protocol that does not load is a FailedRun."""
+    shipped, mutants = list_protocols(), list_mutants()
+    if only is None:
+        entries: list[tuple[str, str | None]] = [(n, "protocol") for n in shipped] + [(n, "mutant") for n in mutants]
+    else:
+        entries = []
+        for name in dict.fromkeys(only):
+            if name.endswith(".py") or "/" in name:
+                entries.append((name, None))
+            elif name in shipped or name in mutants:
+                entries.append((name, "protocol" if name in shipped else "mutant"))
+            else:
+                raise InputError(f"unknown protocol {name!r}", field="only", choices=shipped + mutants)
+    jobs: list[tuple[str, tuple[str, str, dict[str, Any]] | FailedRun]] = []
+    for name, kind in entries:
+        try:
+            proto = load_protocol(name)
+        except Exception as exc:  # noqa: BLE001 - reported as this run's failure; the others still run
+            kind = kind or "protocol"
+            jobs.append((kind, FailedRun(name, algorithm or "-", kind, f"{type(exc).__name__}: {exc}")))
+            continue
+        if kind is None:
+            kind = "mutant" if proto.expected_violation else "protocol"
+        if kind == "protocol":
+            if algorithm and algorithm not in proto.algorithms:
+                continue
+            jobs.append((kind, (name, algorithm or proto.algorithms[0], dict(common))))
+        else:
+            alg = algorithm if algorithm in proto.algorithms else proto.algorithms[0]
+            jobs.append((kind, (name, alg, {**common, "dependencies": False})))
+    return jobs
 
 
 def verify_all(*, algorithm: str | None = None, model: str = "ptx", ranks: int | None = None,
                iterations: int | None = None, timeout: float = DEFAULT_TIMEOUT_S, mutants: bool = True,
-               use_cache: bool = True, **kwargs: Any) -> Summary:
-    """Verify every shipped protocol (under ``algorithm``, or its first) and catch every mutant."""
+               use_cache: bool = True, only: Iterable[str] | None = None, executor: Any = "local",
+               workers: int | None = None, scheduler: str | None = None, progress: Any = None,
+               **kwargs: Any) -> Summary:
+    """Verify every shipped protocol (under ``algorithm``, or its first) and catch every mutant.
+
+    The runs go through :func:`collsim.executors.map_tasks`, so they can be
+    spread over processes or a Dask cluster; verdicts and their order do not
+    depend on where they ran. A run that raises is tried once more, then
+    listed in :attr:`Summary.failed` (and the summary is not ok) while every
+    other run is kept. Workers use the verdict cache of their own working
+    directory, which for ``processes`` and a local Dask cluster is this one.
+
+    Parameters
+    ----------
+    mutants : bool
+        Also run the mutants (each is expected to be caught).
+    only : names or paths, optional
+        Run just these (shipped or mutant names, or ``.py`` files; a file
+        counts as a mutant when it declares ``expected_violation``), in this order.
+    executor, workers, scheduler
+        Where runs go; see :func:`collsim.executors.open_executor`.
+    progress : None, bool, str or callable
+        As for :func:`collsim.executors.map_tasks` (``True``: a progress bar on a terminal).
+    **kwargs
+        Further :func:`verify` arguments (``flag_bits``, ``lines``, ``threads``, ...).
+
+    Returns
+    -------
+    Summary
+
+    Raises
+    ------
+    InputError
+        An unknown memory model, executor option or name in ``only``.
+    """
+    from collsim.executors import check_executor_options, map_tasks
+
+    if model not in ("ptx", "sc"):
+        raise InputError(f"unknown memory model {model!r}", field="--model", choices=["ptx", "sc"])
+    if isinstance(executor, str):
+        check_executor_options(executor, workers=workers, scheduler=scheduler)
     start = time.perf_counter()
-    shipped = []
-    for name in list_protocols():
-        proto = load_protocol(name)
-        algs = [algorithm] if algorithm else [proto.algorithms[0]]
-        for alg in algs:
-            if alg not in proto.algorithms:
-                continue
-            shipped.append(verify(name, alg, model=model, ranks=ranks, iterations=iterations, timeout=timeout,
-                                  use_cache=use_cache, **kwargs))
-    caught = []
-    if mutants:
-        for name in list_mutants():
-            proto = load_protocol(name)
-            alg = algorithm if algorithm in proto.algorithms else proto.algorithms[0]
-            caught.append(verify(name, alg, model=model, ranks=ranks, iterations=iterations, timeout=timeout,
-                                 dependencies=False, use_cache=use_cache, **kwargs))
-    return Summary(shipped, caught, time.perf_counter() - start)
+    common = dict(model=model, ranks=ranks, iterations=iterations, timeout=timeout, use_cache=use_cache, **kwargs)
+    jobs = [(kind, job) for kind, job in _all_jobs(only, algorithm, common) if mutants or kind == "protocol"]
+    todo = [job for _, job in jobs if not isinstance(job, FailedRun)]
+    outcomes = iter(map_tasks(_verify_job, todo, executor, workers=workers, scheduler=scheduler,
+                              progress=progress, chunksize=1))
+    shipped: list[VerifyResult] = []
+    caught: list[VerifyResult] = []
+    failed: list[FailedRun] = []
+    for kind, job in jobs:
+        if isinstance(job, FailedRun):
+            failed.append(job)
+            continue
+        outcome = next(outcomes)
+        if outcome.ok:
+            (shipped if kind == "protocol" else caught).append(outcome.value)
+        else:
+            failed.append(FailedRun(job[0], job[1], kind, outcome.error or "unknown error", outcome.attempts))
+    return Summary(shipped, caught, time.perf_counter() - start, failed)
