@@ -171,60 +171,80 @@ class Rank:
         self.final = th.node
 
     def _walk(self, th: Thread, items: list[Any]):
+        """Run ``items`` on thread ``th``: one loop over an explicit stack of (items left, thread) frames
+        rather than a generator per loop iteration, so resuming a rank after a wait does not pass through
+        a chain of nested generators."""
         sim = self.sim
         env = sim.env
         fine = sim.fine
-        for op in items:
-            if op.__class__ is Block:
-                if op.lanes and op.iterations:
-                    lanes = [th.fork() for _ in op.iterations]
-                    skip = 0
-                    if not fine and self._batchable(op.iterations, th.t):
-                        if th.t > env.now + EPS:
-                            sim.events += 1
-                            yield env.timeout(th.t - env.now)
-                        self._issue_batch(lanes, [it[0] for it in op.iterations])
-                        skip = 1
-                    for lane, iteration in zip(lanes, op.iterations):
-                        yield from self._walk(lane, iteration[skip:] if skip else iteration)
-                    self._join(th, lanes, op.label)
-                else:
-                    for iteration in op.iterations:
-                        yield from self._walk(th, iteration)
+        me = self.rank
+        frames: list[tuple[Any, Any]] = []  # (iterator, thread), or (None, (thread, lanes, label)) to join
+        it = iter(items)
+        while True:
+            descended = False
+            for op in it:
+                if op.__class__ is Block:
+                    iterations = op.iterations
+                    frames.append((it, th))
+                    if op.lanes and iterations:
+                        lanes = [th.fork() for _ in iterations]
+                        skip = 0
+                        if not fine and self._batchable(iterations, th.t):
+                            if th.t > env.now + EPS:
+                                sim.events += 1
+                                yield env.timeout(th.t - env.now)
+                            self._issue_batch(lanes, [iteration[0] for iteration in iterations])
+                            skip = 1
+                        frames.append((None, (th, lanes, op.label)))
+                        for k in range(len(lanes) - 1, -1, -1):
+                            frames.append((iter(iterations[k][skip:] if skip else iterations[k]), lanes[k]))
+                    else:
+                        for k in range(len(iterations) - 1, -1, -1):
+                            frames.append((iter(iterations[k]), th))
+                    it, th = frames.pop()
+                    descended = True
+                    break
+                kind = op.kind
+                if fine:
+                    yield from self._settle(th, op)
+                if kind == POLL:
+                    plan = self._poll_plan(th, op)
+                    lo = op.ref[4]
+                    found = plan[0].satisfied_at(lo, lo + op.ref[5], op.pred, plan[2])
+                    # Decided when it already holds at the first sample, or by writes that are all visible now.
+                    if found is None or (found[0] > env.now + EPS and found[0] > plan[2] + EPS):
+                        found = yield from self._wait_poll(op, plan, found)
+                    self._poll_done(th, op, self._completion(plan, found[0]), found[1], plan[1])
+                elif kind == STORE or kind == LOAD or kind == ATOMIC:
+                    # Catch up before reserving links other ranks share (flags are too small to matter).
+                    if not op.leader and op.ref[1] != me and th.t > env.now + EPS:
+                        sim.events += 1
+                        yield env.timeout(th.t - env.now)
+                    if kind == STORE:
+                        self._store(th, op)
+                    elif kind == LOAD:
+                        self._load(th, op)
+                    else:
+                        self._atomic(th, op)
+                elif kind == SYNC:
+                    self._sync_group(th, op)
+                elif kind == FENCE:
+                    self._fence(th, op, op.scope, op.sem, "fence")
+                elif kind == REDUCE:
+                    self._reduce(th, op)
+                elif kind == WRITE:
+                    self._write_output(th, op)
+                elif kind == KERNEL_END:
+                    self._kernel_end(th, op)
+            if descended:
                 continue
-            kind = op.kind
-            if fine:
-                yield from self._settle(th, op)
-            if kind == POLL:
-                plan = self._poll_plan(th, op)
-                lo = op.ref[4]
-                found = plan[0].satisfied_at(lo, lo + op.ref[5], op.pred, plan[2])
-                # Decided when it already holds at the first sample, or by writes that are all visible now.
-                if found is None or (found[0] > env.now + EPS and found[0] > plan[2] + EPS):
-                    found = yield from self._wait_poll(op, plan, found)
-                self._poll_done(th, op, self._completion(plan, found[0]), found[1], plan[1])
-                continue
-            if kind == STORE or kind == LOAD or kind == ATOMIC:
-                # Catch up before reserving links other ranks share (flags are too small to matter).
-                if not op.leader and op.ref[1] != self.rank and th.t > env.now + EPS:
-                    sim.events += 1
-                    yield env.timeout(th.t - env.now)
-                if kind == STORE:
-                    self._store(th, op)
-                elif kind == LOAD:
-                    self._load(th, op)
-                else:
-                    self._atomic(th, op)
-            elif kind == REDUCE:
-                self._reduce(th, op)
-            elif kind == WRITE:
-                self._write_output(th, op)
-            elif kind == SYNC:
-                self._sync_group(th, op)
-            elif kind == FENCE:
-                self._fence(th, op, op.scope, op.sem, "fence")
-            elif kind == KERNEL_END:
-                self._kernel_end(th, op)
+            while frames:  # this list of items is done: join lanes that all finished, resume the parent
+                it, th = frames.pop()
+                if it is not None:
+                    break
+                self._join(*th)
+            else:
+                return
 
     def _join(self, th: Thread, lanes: list[Thread], label: str) -> None:
         slowest = lanes[0]
