@@ -43,12 +43,13 @@ _ACQUIRING = (Sem.ACQUIRE, Sem.ACQ_REL)
 class BoundOp:
     """One bound operation. Fields that an op kind does not use are ``None``.
 
-    ``ref`` is ``(buffer, rank, slot, region, line, lines)``; ``src`` a source
+    ``ref`` is ``(buffer, rank, slot, region, line, lines)`` and ``key`` its first four (the location);
+    ``src`` a source
     tuple ``("input", offset)``, ``("reg", name, offset, count, stride)`` or
     ``("fill", pattern)``; ``pred`` is ``("eq" | "ge" | "ne", value)``.
     """
 
-    __slots__ = ("kind", "op", "loops", "label", "ref", "layout", "src", "srcs", "sem", "scope", "flag",
+    __slots__ = ("kind", "op", "loops", "label", "ref", "key", "layout", "src", "srcs", "sem", "scope", "flag",
                  "leader", "into", "into_offset", "pred", "nbytes", "offset", "operand", "releasing",
                  "acquiring", "line_bytes", "data_bytes", "polls_flags")
 
@@ -123,6 +124,7 @@ def _binder(op: Any, program: Program) -> tuple[Callable[[dict, tuple], BoundOp]
     ref = getattr(op, "dst", None) or (getattr(op, "src", None) if kind in (LOAD, POLL) else None)
     if ref is not None:
         fields["ref"] = _ref_tuple(ref)
+        fields["key"] = "o.ref[:4]"
         layout = consts["layout"] = program.buffer(ref.buffer).layout
         consts["line_bytes"] = layout.line_bytes
         consts["data_bytes"] = layout.data_bytes
@@ -171,7 +173,10 @@ def _binder(op: Any, program: Program) -> tuple[Callable[[dict, tuple], BoundOp]
     lines.append("    return o")
     # The fields that depend on the message size, recomputed alone when the program is bound again at
     # another size (a scenario runs every size of one configuration in a row).
-    sized = [slot for slot, source in fields.items() if "e['MSG']" in source]
+    sized: list[str] = []
+    for slot, source in fields.items():
+        if "e['MSG']" in source or (slot == "key" and "ref" in sized):
+            sized.append(slot)
     if sized:
         lines.append("def rebind(o, e):")
         lines += [f"    o.{slot} = {fields[slot]}" for slot in sized]

@@ -105,7 +105,7 @@ class Location:
         self.visibles.insert(index, write.visible)
         del self.values[index + 1:]
         span = (write.lo, write.hi)
-        if not self.writes[1:]:
+        if len(self.writes) == 1:
             self.range = span
         elif self.range != span:
             self.range = None

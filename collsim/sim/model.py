@@ -182,5 +182,7 @@ def des_model(request: SimRequest) -> SimResult:
     with _collector_paused():
         run = run_des(request)
         timeline = _timeline(run) if request.timeline else None
-        return SimResult.from_breakdown(request, run.breakdown, model="des", timeline=timeline,
-                                        events=run.outcome.events, notes=run.notes, channels=run.channels)
+        result = SimResult.from_breakdown(request, run.breakdown, model="des", timeline=timeline,
+                                          events=run.outcome.events, notes=run.notes, channels=run.channels)
+        del run, timeline
+    return result

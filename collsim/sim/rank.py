@@ -120,6 +120,10 @@ class Rank:
         self.final: Node | None = None
         self._preplaced: list[float] | None = None
         self._pairs: dict[int, tuple[Any, Any]] = {}
+        self._polls: dict[int, tuple] = {}
+        self._out: dict[int, tuple] = {}
+        self.record = sim.record
+        self.memory = sim.memory
 
     # ------------------------------------------------------------------ helpers
 
@@ -136,7 +140,7 @@ class Rank:
         node = Node(self.rank, start, end, kind, label, prev, cause, cause_at, what)
         th.node = node
         th.t = end
-        if self.sim.record:
+        if self.record:
             self.sim.nodes.append(node)
 
     def _wait_register(self, th: Thread, name: str, label: Any) -> None:
@@ -365,7 +369,6 @@ class Rank:
     # ------------------------------------------------------------------ stores, atomics, loads
 
     def _store(self, th: Thread, op: Any) -> None:
-        buf, owner, slot, region, line, lines = op.ref
         src = op.src
         if src is not None and src[0] == "reg":
             self._wait_register(th, src[1], op)
@@ -381,38 +384,39 @@ class Rank:
             how, value = "set", (SENTINEL if src[1] == "sentinel" else 0)
         else:
             how, value = "set", DATA
-        land = None
-        if how is not None:
-            location = self.sim.memory.location((buf, owner, slot, region))
-
-            def land(tr: Transfer) -> None:
-                location.add(Write(line, line + lines, tr.visible, how, value, tr))
-
+        ref = op.ref
+        lines = ref[5]
+        land = None if how is None else (self.memory.location(op.key), ref[4], lines, how, value)
         read = lines * op.data_bytes if src is not None and src[0] == "input" else 0
-        self._push(th, op, owner, lines * op.line_bytes, payload, "store", read, False, land)
+        self._push(th, op, ref[1], lines * op.line_bytes, payload, "store", read, False, land)
 
     def _push(self, th: Thread, op: Any, owner: int, wire: float, payload: bool, what: str,
               read_bytes: float, atomic: bool, land: Any) -> Transfer | None:
-        """Issue ``wire`` bytes from this rank into ``owner``'s memory; ``land(tr)`` once its times are known.
+        """Issue ``wire`` bytes from this rank into ``owner``'s memory; once its times are known, ``land``
+        (``(location, first line, lines, how, value)`` or None) records the write it makes.
 
         Returns the transfer, or None while a fine-grained transfer is still issuing its pieces.
         """
         sim = self.sim
         t = th.t
-        node = self._issue_node(th, op, payload)
+        node = th.node
+        if node.end < t - EPS:  # put the op's issue overhead on a node so the chain stays contiguous
+            self._advance(th, t, "data" if payload else "sync", op, "issues")
+            node = th.node
         if owner == self.rank:
             finish = reserve((self.hbm,), wire + read_bytes, t)
             tr = Transfer(self.rank, owner, wire, t, t, finish, finish, finish, node, payload, op, True, what)
             self._issued(th, tr, land)
             return tr
-        route, back = self._pair(owner)
-        c = route.costs
+        out = self._out.get(owner)
+        if out is None:
+            out = self._out_facts(owner)
         # A leader's flag or counter is a few bytes: link arbitration interleaves packets, so it does not
         # queue behind bulk transfers and costs latency only.
-        pipes = () if op.leader else (self.st_engine,) + route.pipes
-        delay = route.latency + (c.atomic_remote_us if atomic else c.remote_write_us)
-        back = back.latency
-        if op.leader or c.transfer_pieces <= 1:
+        pipes = () if op.leader else out[0]
+        delay = out[2] if atomic else out[1]
+        back = out[3]
+        if op.leader or out[4] <= 1:
             finish = self._reserve(pipes, wire, t) if pipes else t
             tr = Transfer(self.rank, owner, wire, t, t, finish, finish + delay, finish + delay + back, node,
                           payload, op, False, what)
@@ -425,8 +429,17 @@ class Rank:
             self._issued(th, tr, land)
             return tr
 
-        th.pending.append(sim.env.process(sim.issue_pieces(pipes, wire, t, c.transfer_pieces, finished)))
+        th.pending.append(sim.env.process(sim.issue_pieces(pipes, wire, t, out[4], finished)))
         return None
+
+    def _out_facts(self, owner: int) -> tuple:
+        """``(store-engine and link pipes, write delay, atomic delay, return latency, transfer pieces)`` of
+        pushes to ``owner`` (cached per rank)."""
+        route, back = self._pair(owner)
+        c = route.costs
+        facts = self._out[owner] = ((self.st_engine,) + route.pipes, route.latency + c.remote_write_us,
+                                    route.latency + c.atomic_remote_us, back.latency, c.transfer_pieces)
+        return facts
 
     def _pair(self, owner: int) -> tuple[Any, Any]:
         """The routes to ``owner`` and back (cached per rank)."""
@@ -441,15 +454,16 @@ class Rank:
             self._advance(th, th.t, "data" if payload else "sync", op, "issues")
         return th.node
 
-    def _issued(self, th: Thread, tr: Transfer, land: Any) -> None:
+    def _issued(self, th: Thread, tr: Transfer, land: tuple | None) -> None:
         if tr.finish > th.issued:
             th.issued, th.issued_by = tr.finish, tr
         if tr.ack > th.acked:
             th.acked, th.acked_by = tr.ack, tr
-        if self.sim.record:
+        if self.record:
             self.sim.transfers.append(tr)
         if land is not None:
-            land(tr)
+            location, line, lines, how, value = land
+            location.add(Write(line, line + lines, tr.visible, how, value, tr))
 
     def _atomic(self, th: Thread, op: Any) -> None:
         sim = self.sim
@@ -463,13 +477,7 @@ class Rank:
         th.t += self.c.op_overhead_us
         wire = lines * op.line_bytes
         factor = sim.route(self.rank, owner).costs.atomic_wire_factor if data and owner != self.rank else 1.0
-        how = _RMW_HOW.get(op.op.op, "set")
-        value = DATA if data else operand
-        location = sim.memory.location((buf, owner, slot, region))
-
-        def land(tr: Transfer) -> None:
-            location.add(Write(line, line + lines, tr.visible, how, value, tr))
-
+        land = (self.memory.location(op.key), line, lines, _RMW_HOW.get(op.op.op, "set"), DATA if data else operand)
         tr = self._push(th, op, owner, wire * factor, data, "atomic", wire if owner == self.rank else 0.0, True,
                         land)
         if op.into is not None:
@@ -513,7 +521,7 @@ class Rank:
         self.reg_pending[op.into] = proc
 
     def _loaded(self, th: Thread, op: Any, tr: Transfer) -> None:
-        if self.sim.record:
+        if self.record:
             self.sim.transfers.append(tr)
         if tr.visible > th.loaded:
             th.loaded, th.loaded_by = tr.visible, tr
@@ -527,24 +535,30 @@ class Rank:
 
     def _poll_plan(self, th: Thread, op: Any) -> tuple:
         """``(location, first observation, period, return offset, read done, extra)`` of a poll starting now."""
-        sim = self.sim
         c = self.c
-        buf, owner, slot, region, line, lines = op.ref
+        owner = op.ref[1]
         t0 = th.t + c.op_overhead_us
-        read_bytes = lines * op.line_bytes if op.into is not None else 0
+        timing = self._polls.get(owner)
+        if timing is None:
+            timing = self._polls[owner] = self._poll_timing(owner)
+        observe, period, back, rate = timing
+        read_bytes = op.ref[5] * op.line_bytes if op.into is not None else 0
+        read_done = t0 + read_bytes / rate if owner == self.rank else t0 + period + read_bytes / rate
+        return (self.memory.location(op.key), t0, t0 + observe, period, back, read_done,
+                c.acquire_us if op.acquiring else 0.0)
+
+    def _poll_timing(self, owner: int) -> tuple[float, float, float, float]:
+        """``(first observation after issue, sampling period, return latency, read rate)`` of polls on
+        ``owner``'s memory: a local spin-loop iteration is one load that sees memory as it completes; a
+        remote sample is a load's round trip."""
         if owner == self.rank:
-            # A spin-loop iteration is one local load that sees memory as it completes.
-            observe = ret = period = c.poll_period_us
-            read_done = t0 + read_bytes / self.hbm.rate
-        else:
-            back = sim.route(owner, self.rank)
-            observe = sim.route(self.rank, owner).latency + back.costs.remote_read_us
-            ret = period = observe + back.latency
-            rate = min([p.rate for p in back.pipes] + [self.ld_engine.rate])
-            read_done = t0 + ret + read_bytes / rate
-        extra = c.acquire_us if op.acquiring else 0.0
-        return (sim.memory.location((buf, owner, slot, region)), t0, t0 + observe, period, ret - observe,
-                read_done, extra)
+            period = self.c.poll_period_us
+            return period, period, 0.0, self.hbm.rate
+        sim = self.sim
+        back = sim.route(owner, self.rank)
+        observe = sim.route(self.rank, owner).latency + back.costs.remote_read_us
+        period = observe + back.latency
+        return observe, period, period - observe, min([p.rate for p in back.pipes] + [self.ld_engine.rate])
 
     @staticmethod
     def _completion(plan: tuple, t_sat: float) -> float:
