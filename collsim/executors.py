@@ -26,7 +26,9 @@ Rules every executor follows, so results do not depend on where tasks ran:
   the returned list is in item order.
 
 Items are sent in chunks (about eight per worker, at most 64 items each)
-to keep per-task overhead low. Items that failed in a chunk are retried
+to keep per-task overhead low. When the caller knows items' relative costs
+(``weights``), chunks hold about equal cost instead of equal counts and the
+costliest go first, so one slow chunk does not finish alone at the end. Items that failed in a chunk are retried
 together; when a whole chunk is lost (a worker died, an item would not
 pickle) each of its items is retried on its own.
 
@@ -134,6 +136,29 @@ def _auto_chunk(n_items: int, n_workers: int) -> int:
     return max(1, min(MAX_CHUNK, n_items // max(1, 8 * n_workers)))
 
 
+def _weighted_chunks(weights: Sequence[float], n_workers: int, size: int) -> list[list[int]]:
+    """Indices in chunks of consecutive items, each of at most ``size`` items and about ``1/(8 n_workers)``
+    of the total weight (an item heavier than that is a chunk of its own), heaviest chunk first.
+
+    >>> _weighted_chunks([1, 1, 1, 1, 1, 1, 1, 1, 8], n_workers=1, size=64)
+    [[8], [0, 1], [2, 3], [4, 5], [6, 7]]
+    """
+    budget = sum(weights) / max(1, 8 * n_workers)
+    chunks: list[list[int]] = []
+    current: list[int] = []
+    load = 0.0
+    for index, weight in enumerate(weights):
+        if current and (load + weight > budget or len(current) >= size):
+            chunks.append(current)
+            current, load = [], 0.0
+        current.append(index)
+        load += weight
+    if current:
+        chunks.append(current)
+    # Longest first (Graham's rule): the last chunks to finish are the short ones.
+    return sorted(chunks, key=lambda chunk: -sum(weights[i] for i in chunk))
+
+
 def _progress_callback(progress: Any, total: int) -> tuple[Callable[[TaskOutcome], None], Callable[[], None]]:
     """``(on_outcome, close)`` for a ``progress`` argument: None/False, True, a description, or a callable."""
     if progress is None or progress is False:
@@ -169,6 +194,7 @@ class Executor:
 
     def __init__(self) -> None:
         self.workers = 1
+        self._weights: list[float] | None = None
 
     # -- lifecycle
     def __enter__(self) -> "Executor":
@@ -193,10 +219,16 @@ class Executor:
         progress: Any = None,
         retries: int = 1,
         chunksize: int | None = None,
+        weights: Sequence[float] | None = None,
     ) -> list[TaskOutcome]:
         """Run ``fn`` on every item; see :func:`map_tasks`."""
         items = list(items)
         outcomes = [TaskOutcome(i, item) for i, item in enumerate(items)]
+        if weights is not None:
+            weights = [float(w) for w in weights]
+            if len(weights) != len(items) or any(not w >= 0 for w in weights):
+                raise ValueError("weights: one non-negative number per item is needed")
+        self._weights = weights
         on_outcome, close = _progress_callback(progress, len(items))
         try:
             self._run(fn, outcomes, on_outcome, max(0, int(retries)), chunksize)
@@ -264,8 +296,13 @@ class _FuturesExecutor(Executor):
                 return
             chunks[future] = indices
 
-        for start in range(0, len(outcomes), size):
-            submit(list(range(start, min(start + size, len(outcomes)))))
+        weights = self._weights
+        if weights is not None and chunksize is None:
+            for indices in _weighted_chunks(weights, self.workers, MAX_CHUNK):
+                submit(indices)
+        else:
+            for start in range(0, len(outcomes), size):
+                submit(list(range(start, min(start + size, len(outcomes)))))
         if not chunks:
             return
         try:
@@ -578,6 +615,7 @@ def map_tasks(
     scheduler: str | None = None,
     retries: int = 1,
     chunksize: int | None = None,
+    weights: Sequence[float] | None = None,
 ) -> list[TaskOutcome]:
     """Run ``fn(item)`` for every item on ``executor``; one :class:`TaskOutcome` per item, in item order.
 
@@ -602,6 +640,9 @@ def map_tasks(
         Extra attempts for an item whose call raised (default 1).
     chunksize : int, optional
         Items per worker task (default: about eight tasks per worker, at most 64 items).
+    weights : sequence of float, optional
+        Relative cost of each item: chunks then carry about equal cost and the
+        costliest are sent first (ignored with ``chunksize`` and by ``local``).
 
     Returns
     -------
@@ -611,7 +652,7 @@ def map_tasks(
     handle = open_executor(executor, workers=workers, scheduler=scheduler)
     owned = handle is not executor
     try:
-        return handle.map(fn, items, progress=progress, retries=retries, chunksize=chunksize)
+        return handle.map(fn, items, progress=progress, retries=retries, chunksize=chunksize, weights=weights)
     finally:
         if owned:
             handle.close()

@@ -296,6 +296,12 @@ class Row:
         state["costs"] = dict(self.costs)
         return (_restore_row, (state,))
 
+    @property
+    def cost_hint(self) -> float:
+        """Relative cost of running this row, for spreading rows over workers: every algorithm has each
+        rank work with every other rank (directly or over ring steps), so ``ranks ** 2``."""
+        return float(self.ranks * self.ranks)
+
     def identity(self) -> dict[str, Any]:
         """The configuration as plain data (for failure reports)."""
         return {
@@ -572,6 +578,7 @@ def run_rows(
         workers=workers,
         scheduler=scheduler,
         retries=retries,
+        weights=[row.cost_hint for row in rows],
     )
     return [record_of(outcome) for outcome in outcomes]
 

@@ -12,10 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from collsim import models, results
 from collsim.errors import InputError
-from collsim.executors import TaskOutcome, map_tasks, open_executor
+from collsim.executors import TaskOutcome, _weighted_chunks, map_tasks, open_executor
 
 TESTS_DIR = str(Path(__file__).resolve().parent)
 
@@ -306,3 +308,25 @@ def test_dask_executor_reports_where(dask_executor):
     assert dask_executor.workers == 2
     assert dask_executor.scheduler.startswith("tcp://127.0.0.1:")
     assert dask_executor.describe() == "dask local cluster (2 workers)"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(min_value=0, max_value=1e4, allow_nan=False), min_size=1, max_size=300),
+       st.integers(min_value=1, max_value=8), st.integers(min_value=1, max_value=64))
+def test_weighted_chunks_cover_every_item_once_heaviest_first(weights, workers, size):
+    chunks = _weighted_chunks(weights, workers, size)
+    assert sorted(i for chunk in chunks for i in chunk) == list(range(len(weights)))
+    assert all(1 <= len(chunk) <= size and chunk == list(range(chunk[0], chunk[-1] + 1)) for chunk in chunks)
+    loads = [sum(weights[i] for i in chunk) for chunk in chunks]
+    assert loads == sorted(loads, reverse=True)
+    budget = sum(weights) / (8 * workers)
+    assert all(len(chunk) == 1 or load <= budget * (1 + 1e-9) for chunk, load in zip(chunks, loads))
+
+
+def test_weights_change_the_schedule_not_the_results(pool_executor):
+    items = [float(i) for i in range(40)]
+    serial = [o.value for o in map_tasks(math.sqrt, items)]
+    weighted = map_tasks(math.sqrt, items, pool_executor, weights=[1.0] * 30 + [50.0] * 10)
+    assert [o.value for o in weighted] == serial and [o.index for o in weighted] == list(range(40))
+    with pytest.raises(ValueError, match="one non-negative number per item"):
+        map_tasks(math.sqrt, items, pool_executor, weights=[1.0])
