@@ -566,3 +566,18 @@ def test_timeline_categories_refine_coarse_kinds():
     assert cat("reduce", "reduce reduce") == "reduce" and cat("launch", "kernel launch and start") == "launch"
     assert cat("poll", "anything") == "poll"  # specific kinds are kept
     assert cat("sync", "something new") == "sync"
+
+
+def test_auto_timelines_stay_readable_at_large_rank_counts(tmp_path):
+    """auto picks the largest rank count up to AUTO_MAX_RANKS (a 72-rank timeline made an 80 MB report);
+    a larger one is still available by name."""
+    from collsim.report import timelines_for
+    from collsim.report.timelines import AUTO_MAX_RANKS
+    from collsim.results import run_scenario
+
+    scenario = {"name": "wide", "topology": "gb200-nvl72", "ranks": [4, AUTO_MAX_RANKS, 32], "sizes": [4096],
+                "launch": "graph", "protocols": ["ll"], "algorithms": ["one-shot"]}
+    run_scenario(scenario, out=tmp_path / "wide", model="analytic")
+    loaded, meta = load_results(tmp_path / "wide" / "results.json")
+    assert {t["ranks"] for t in timelines_for(loaded, meta, ["auto"])} == {AUTO_MAX_RANKS}
+    assert {t["ranks"] for t in timelines_for(loaded, meta, ["ll/one-shot/32/4KiB"])} == {32}

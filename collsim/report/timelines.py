@@ -1,7 +1,8 @@
 """Timelines for a report: simulate chosen configurations of a results table again, with events.
 
 A *spec* names configurations: ``auto`` (every protocol · algorithm at the
-largest rank count, CUDA-graph launch when present, the size nearest 4 KiB)
+largest rank count up to :data:`AUTO_MAX_RANKS`, CUDA-graph launch when
+present, the size nearest 4 KiB)
 or ``PROTOCOL/ALGORITHM/RANKS/SIZE[/LAUNCH]`` such as ``ll/one-shot/8/4KiB``.
 Each is costed by :func:`collsim.models.simulate` with ``timeline=True``,
 using the results' topology, model and cost overrides.
@@ -53,11 +54,23 @@ def parse_timeline_spec(spec: str) -> dict[str, Any] | str:
     return cfg
 
 
+#: The most ranks an automatic timeline shows. A timeline draws one bar per operation interval of every
+#: rank: a 72-rank ring is about 10^5 bars (an 80 MB report that a browser barely opens), and 16 rows of
+#: ranks are already more than one can read. Larger ones can still be asked for by name.
+AUTO_MAX_RANKS = 16
+
+
 def _auto(frame: pd.DataFrame) -> list[dict[str, Any]]:
     from collsim.report.figures import ReportData
 
     data = ReportData(frame)
     view = data.views[data.default_view]
+    if view.ranks > AUTO_MAX_RANKS:
+        # the same topology and launch at the largest rank count that is still readable, if there is one
+        smaller = [v for v in data.views
+                   if v.topology == view.topology and v.launch == view.launch and v.ranks <= AUTO_MAX_RANKS]
+        if smaller:
+            view = max(smaller, key=lambda v: v.ranks)
     size = data.nearest_size(AUTO_SIZE)
     out = []
     for p, a in data.series:
