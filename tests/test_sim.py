@@ -306,3 +306,22 @@ def test_a_poll_no_write_satisfies_is_reported_as_a_hang():
     sim = Simulation(load_topology("hgx-h100"), 2, items, buffer_inits(program), load_costs("hopper"), 1, 1.0, 0.0)
     with pytest.raises(CollsimError, match="hangs"):
         sim.run()
+
+
+@pytest.mark.parametrize("name,algorithm,size", [("ll", "one-shot", 64), ("simple", "ring", 1 << 20),
+                                                  ("sentinel", "two-shot", 4096)])
+def test_an_eager_launch_is_the_graph_kernel_started_later(name, algorithm, size):
+    """des_model reuses the graph launch's kernel for an eager launch; it must equal simulating the eager
+    launch itself (every rank starting launch_overhead_us later), the overhead counted as launch time."""
+    topo = load_topology("hgx-h100")
+    request = SimRequest(topology=topo, ranks=8, algorithm=algorithm, protocol=load_protocol(name), size_bytes=size,
+                         launch="eager")
+    direct = run_des(request)
+    graph = simulate(topo, ranks=8, algorithm=algorithm, protocol=name, size_bytes=size, launch="graph", model="des")
+    eager = simulate(topo, ranks=8, algorithm=algorithm, protocol=name, size_bytes=size, launch="eager", model="des")
+    overhead = load_costs("hopper").nvlink.launch_overhead_us
+    assert eager.latency_us == pytest.approx(direct.latency_us, abs=1e-9)
+    assert eager.latency_us == pytest.approx(graph.latency_us + overhead, abs=1e-9)
+    for key, value in direct.breakdown.items():
+        assert eager.breakdown[key] == pytest.approx(value, abs=1e-9)
+    assert eager.events == graph.events == direct.outcome.events
