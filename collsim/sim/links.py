@@ -46,7 +46,7 @@ class Pipe:
     the last segment extends to infinity and is always idle.
     """
 
-    __slots__ = ("name", "gbps", "rate", "times", "used", "bytes")
+    __slots__ = ("name", "gbps", "rate", "times", "used")
 
     def __init__(self, name: str, gbps: float) -> None:
         if not gbps > 0:
@@ -56,30 +56,27 @@ class Pipe:
         self.rate = float(gbps) * 1e3  # bytes per µs
         self.times = [0.0]
         self.used = [0.0]
-        self.bytes = 0
 
     @property
     def free_at(self) -> float:
         """When the last allocation on this pipe ends."""
         return self.times[-1]
 
-    def _split(self, t: float) -> int:
-        """Index of the segment starting at ``t``, creating the breakpoint if needed."""
-        times = self.times
-        i = bisect_right(times, t) - 1
-        if i >= 0 and times[i] == t:
-            return i
-        times.insert(i + 1, t)
-        self.used.insert(i + 1, self.used[i] if i >= 0 else 0.0)
-        return i + 1
-
     def add(self, a: float, b: float, rate: float) -> None:
         """Allocate ``rate`` bytes/µs on ``[a, b)``."""
         if b <= a or rate <= 0:
             return
-        i = self._split(a)
-        j = self._split(b)
         times, used = self.times, self.used
+        i = bisect_right(times, a) - 1  # the breakpoints at a and b, created if needed
+        if i < 0 or times[i] != a:
+            i += 1
+            times.insert(i, a)
+            used.insert(i, used[i - 1] if i > 0 else 0.0)
+        j = bisect_right(times, b, i) - 1
+        if times[j] != b:
+            j += 1
+            times.insert(j, b)
+            used.insert(j, used[j - 1])
         for k in range(i, j):
             used[k] += rate
         # Merge neighbours that now carry the same rate, so runs of full segments are skipped in one step.
@@ -103,8 +100,6 @@ class Pipe:
 def place(pipes: tuple[Pipe, ...] | list[Pipe], nbytes: float, start: float, max_rate: float = _INF) -> float:
     """Run ``nbytes`` through all ``pipes`` from ``start`` at the rate they have left (see the module
     docstring); allocate it and return when the last byte is through (µs)."""
-    for pipe in pipes:
-        pipe.bytes += nbytes
     if nbytes <= 0 or not pipes:
         return start
     rate = max_rate

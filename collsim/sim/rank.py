@@ -105,6 +105,51 @@ class Thread:
             self.loaded, self.loaded_by = other.loaded, other.loaded_by
 
 
+class _PollWatch:
+    """A poll that waits for writes: re-evaluated on every new write to its location, it wakes when the
+    satisfying time it found has passed without being revised (see :meth:`Rank._wait_poll`)."""
+
+    __slots__ = ("sim", "loc", "lo", "hi", "pred", "first", "decided", "wake", "token", "found", "seen")
+
+    def __init__(self, sim: Any, loc: Any, lo: int, hi: int, pred: tuple, first: float, found: Any) -> None:
+        self.sim, self.loc, self.lo, self.hi, self.pred, self.first = sim, loc, lo, hi, pred, first
+        self.decided = sim.env.event()
+        self.wake: float | None = None  # when the current timer fires
+        self.token = 0                  # which timer is current
+        self.found = found              # the last finding, and how many writes it saw
+        self.seen = len(loc.writes)
+
+    def poke(self, found: Any = False) -> None:
+        """Re-evaluate (a write arrived); move the wake-up earlier when the poll is now satisfied sooner."""
+        loc = self.loc
+        if found is False:
+            found = loc.satisfied_at(self.lo, self.hi, self.pred, self.first)
+        self.found, self.seen = found, len(loc.writes)
+        if found is None:
+            return
+        if self.wake is None or found[0] < self.wake - EPS:
+            self.wake = found[0]
+            self.token += 1
+            sim = self.sim
+            sim.events += 1
+            timer = sim.env.timeout(max(0.0, found[0] - sim.env.now))
+            timer.callbacks.append(lambda event, token=self.token: self.fire(token))
+
+    def fire(self, token: int) -> None:
+        """A timer went off: decide the poll if its finding still holds now, else wait for the next."""
+        if token != self.token or self.decided.triggered:
+            return
+        loc = self.loc
+        found = self.found if self.seen == len(loc.writes) else loc.satisfied_at(self.lo, self.hi, self.pred,
+                                                                                   self.first)
+        if found is not None and found[0] <= self.sim.env.now + EPS:
+            loc.waiters.remove(self.poke)
+            self.decided.succeed(found)
+        else:
+            self.wake = None
+            self.poke(found)
+
+
 class Rank:
     """The state and process of one rank (see the module docstring for the costs)."""
 
@@ -292,11 +337,11 @@ class Rank:
             wire = op.ref[5] * op.line_bytes
             start = lane.t + overhead
             if op.kind == LOAD:
-                back = self.sim.route(owner, self.rank)
+                route, back = self._pair(owner)
                 pipes = (self.ld_engine,) + back.pipes
-                start += self.sim.route(self.rank, owner).latency + back.costs.remote_read_us
+                start += route.latency + back.costs.remote_read_us
             else:
-                route = self.sim.route(self.rank, owner)
+                route = self._pair(owner)[0]
                 pipes = (self.st_engine,) + route.pipes
                 if op.kind == ATOMIC and isinstance(op.operand, tuple):
                     wire *= route.costs.atomic_wire_factor
@@ -307,9 +352,6 @@ class Rank:
         for _ in range(slices):
             for m, (pipes, wire, start) in enumerate(plans):
                 finishes[m] = place(pipes, wire / slices, start)
-        for pipes, wire, _ in plans:  # place() counted each slice; count each member's bytes once
-            for pipe in pipes:
-                pipe.bytes -= wire * (slices - 1) / slices
         if ops[0].kind != LOAD:
             # Pushed at fine grain from one engine, members of equal size complete together, when the last
             # is through. (Pulls are paced by each owner's egress, which other readers share too, so they
@@ -466,7 +508,6 @@ class Rank:
             location.add(Write(line, line + lines, tr.visible, how, value, tr))
 
     def _atomic(self, th: Thread, op: Any) -> None:
-        sim = self.sim
         buf, owner, slot, region, line, lines = op.ref
         operand = op.operand
         data = isinstance(operand, tuple)
@@ -476,7 +517,7 @@ class Rank:
             self._fence(th, op, op.scope, None, "release fence before the atomic")
         th.t += self.c.op_overhead_us
         wire = lines * op.line_bytes
-        factor = sim.route(self.rank, owner).costs.atomic_wire_factor if data and owner != self.rank else 1.0
+        factor = self._pair(owner)[0].costs.atomic_wire_factor if data and owner != self.rank else 1.0
         land = (self.memory.location(op.key), line, lines, _RMW_HOW.get(op.op.op, "set"), DATA if data else operand)
         tr = self._push(th, op, owner, wire * factor, data, "atomic", wire if owner == self.rank else 0.0, True,
                         land)
@@ -498,8 +539,8 @@ class Rank:
             self._loaded(th, op, Transfer(self.rank, owner, wire, t, t, finish, finish, finish, node, True, op,
                                           True, "load"))
             return
-        back = sim.route(owner, self.rank)
-        start = t + sim.route(self.rank, owner).latency + back.costs.remote_read_us
+        route, back = self._pair(owner)
+        start = t + route.latency + back.costs.remote_read_us
         pipes = () if op.leader else (self.ld_engine,) + back.pipes
         pieces = 1 if op.leader or op.acquiring else back.costs.transfer_pieces
         if pieces <= 1:
@@ -554,9 +595,8 @@ class Rank:
         if owner == self.rank:
             period = self.c.poll_period_us
             return period, period, 0.0, self.hbm.rate
-        sim = self.sim
-        back = sim.route(owner, self.rank)
-        observe = sim.route(self.rank, owner).latency + back.costs.remote_read_us
+        route, back = self._pair(owner)
+        observe = route.latency + back.costs.remote_read_us
         period = observe + back.latency
         return observe, period, period - observe, min([p.rate for p in back.pipes] + [self.ld_engine.rate])
 
@@ -573,42 +613,13 @@ class Rank:
 
         (A poll whose predicate already holds at its first sample does not come here: a later write that
         undid it before the sample would be a protocol overwriting a value not yet consumed.)"""
-        sim = self.sim
-        env = sim.env
         loc = plan[0]
-        lo, hi, pred, first = op.ref[4], op.ref[4] + op.ref[5], op.pred, plan[2]
-        decided = env.event()
-        state = [None, 0, found, len(loc.writes)]  # wake-up time, its token, last finding, writes seen
-
-        def fire(_event: Any, token: int) -> None:
-            if token != state[1] or decided.triggered:
-                return
-            found = state[2] if state[3] == len(loc.writes) else loc.satisfied_at(lo, hi, pred, first)
-            if found is not None and found[0] <= env.now + EPS:
-                loc.waiters.remove(poke)
-                decided.succeed(found)
-            else:
-                state[0] = None
-                poke(found)
-
-        def poke(found: Any = False) -> None:
-            if found is False:
-                found = loc.satisfied_at(lo, hi, pred, first)
-            state[2], state[3] = found, len(loc.writes)
-            if found is None:
-                return
-            if state[0] is None or found[0] < state[0] - EPS:
-                state[0] = found[0]
-                state[1] += 1
-                sim.events += 1
-                timer = env.timeout(max(0.0, found[0] - env.now))
-                timer.callbacks.append(lambda event, token=state[1]: fire(event, token))
-
-        loc.waiters.append(poke)
-        poke(found)
-        sim.events += 1
-        found = yield decided
-        del poke, fire  # they refer to each other: free them now rather than at a garbage collection
+        lo = op.ref[4]
+        watch = _PollWatch(self.sim, loc, lo, lo + op.ref[5], op.pred, plan[2], found)
+        loc.waiters.append(watch.poke)
+        watch.poke(found)
+        self.sim.events += 1
+        found = yield watch.decided
         return found
 
     def _poll_done(self, th: Thread, op: Any, done: float, write: Any, t0: float) -> None:
