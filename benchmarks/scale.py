@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from reference import reference_loop_s  # benchmarks/, the script's own directory
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SCENARIOS = ("scenarios/8gpu.yaml", "scenarios/nvl72.yaml")
 
@@ -94,8 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     executors = [e.strip() for e in args.executors.split(",") if e.strip()]
-    print(f"# {platform.node() or 'host'}: {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-          f"{time.strftime('%Y-%m-%d')}", flush=True)
+    print(f"# {os.cpu_count()} CPUs, Python {platform.python_version()}, {time.strftime('%Y-%m-%d')}, "
+          f"reference loop {reference_loop_s():.2f} s", flush=True)
     header = f"{'scenario':<10} {'model':<9} {'executor':<30} {'rows':>6} {'failed':>6} {'start s':>8} " \
              f"{'run s':>8} {'sims/s':>9} {'speedup':>8} {'same':>5}"
     print(header)
@@ -113,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{m['scenario']:<10} {m['model']:<9} {m['executor']:<30} {m['rows']:>6} {m['failed']:>6} "
                   f"{m['start_s']:>8.2f} {m['run_s']:>8.2f} {m['sims_per_s']:>9.1f} {speedup:>7.2f}x "
                   f"{'yes' if same else 'NO':>5}", flush=True)
+    print(f"# reference loop again: {reference_loop_s():.2f} s")
     return status
 
 

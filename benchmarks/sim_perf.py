@@ -71,6 +71,7 @@ from collsim.scenario import load_scenario  # noqa: E402
 from collsim.sim.model import SIMULATED_ITER, program_for  # noqa: E402
 from collsim.topology import load_topology  # noqa: E402
 from collsim.units import format_size, parse_size  # noqa: E402
+from reference import reference_loop_s  # noqa: E402 - benchmarks/, the script's own directory
 
 #: the preset simulated at each rank count
 SYSTEMS = {8: "hgx-h100", 72: "gb200-nvl72"}
@@ -80,14 +81,6 @@ ENGINE_CONFIGS = (("ll", "one-shot"), ("barrier", "two-shot"), ("simple", "ring"
 ENGINE_SIZE = 1 << 20
 #: a point stops repeating once its runs have used this much CPU
 REPEAT_BUDGET_S = 1.0
-
-
-def reference_loop_s() -> float:
-    """CPU seconds of 10 million integer additions in a Python loop (about 0.4 s on an idle modern core)."""
-    start, total = time.process_time(), 0
-    for i in range(10_000_000):
-        total += i
-    return time.process_time() - start
 
 
 def fastest(fn: Callable[[], Any], repeats: int, budget_s: float = REPEAT_BUDGET_S) -> tuple[float, Any]:
