@@ -11,6 +11,7 @@ must be identical).
     python benchmarks/scale.py --max-rows 128                  # an evenly spaced subset of each scenario's rows
     python benchmarks/scale.py --executors local,processes,dask --workers 2
     python benchmarks/scale.py --scheduler tcp://HOST:8786     # dask on a running cluster
+    python benchmarks/scale.py --verify                        # verify --all, serial and 2 processes
 
 The figures go to docs/PERFORMANCE.md ("Sweeps and executors").
 """
@@ -85,6 +86,19 @@ def measure(scenario_path: str, model: str | None, executor: str, workers: int, 
     }
 
 
+def measure_verify(executor: str, workers: int, scheduler: str | None) -> dict:
+    """``verify --all`` without the verdict cache on one executor: wall time and the verdicts' summary."""
+    from collsim.verify.verifier import verify_all
+
+    t0 = time.perf_counter()
+    summary = verify_all(use_cache=False, executor=executor, workers=None if executor == "local" else workers,
+                         scheduler=scheduler)
+    wall = time.perf_counter() - t0
+    verdicts = [(r.protocol, r.algorithm, {p: v.status for p, v in r.properties.items()})
+                for r in summary.protocols + summary.mutants]
+    return {"wall_s": wall, "ok": summary.ok, "runs": len(verdicts), "verdicts": verdicts}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("scenarios", nargs="*", default=list(DEFAULT_SCENARIOS))
@@ -93,11 +107,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="processes / local Dask workers (default 2)")
     parser.add_argument("--scheduler", default=None, help="a running Dask scheduler for the dask executor")
     parser.add_argument("--max-rows", type=int, default=None, help="cost an evenly spaced subset of this many rows")
+    parser.add_argument("--verify", action="store_true",
+                        help="time `verify --all` (no verdict cache) on each executor instead of scenarios")
     args = parser.parse_args(argv)
 
     executors = [e.strip() for e in args.executors.split(",") if e.strip()]
     print(f"# {os.cpu_count()} CPUs, Python {platform.python_version()}, {time.strftime('%Y-%m-%d')}, "
           f"reference loop {reference_loop_s():.2f} s", flush=True)
+    if args.verify:
+        serial = None
+        for executor in executors:
+            m = measure_verify(executor, args.workers, args.scheduler)
+            serial = serial or m
+            same = m["verdicts"] == serial["verdicts"]
+            print(f"verify --all  {executor:<10} {m['runs']:>3} runs  {m['wall_s']:>7.1f} s wall  "
+                  f"{serial['wall_s'] / m['wall_s']:>5.2f}x  all as expected: {'yes' if m['ok'] else 'NO'}  "
+                  f"same verdicts: {'yes' if same else 'NO'}", flush=True)
+            if not (same and m["ok"]):
+                return 1
+        print(f"# reference loop again: {reference_loop_s():.2f} s")
+        return 0
     header = f"{'scenario':<10} {'model':<9} {'executor':<30} {'rows':>6} {'failed':>6} {'start s':>8} " \
              f"{'run s':>8} {'sims/s':>9} {'speedup':>8} {'same':>5}"
     print(header)
