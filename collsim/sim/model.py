@@ -105,11 +105,28 @@ def _freeze(costs: Any) -> tuple:
     return tuple(items)
 
 
+#: topology -> {ranks: whether every route among GPUs 0 .. ranks-1 is NVLink only}
+_NVLINK_ONLY: "weakref.WeakKeyDictionary[Any, dict[int, bool]]" = weakref.WeakKeyDictionary()
+
+
+def _all_nvlink(topo: Any, n: int) -> bool:
+    """Whether every route among GPUs ``0 .. n-1`` is NVLink only (cached: it is asked once per row)."""
+    try:
+        known = _NVLINK_ONLY[topo]
+    except KeyError:
+        known = _NVLINK_ONLY[topo] = {}
+    except TypeError:  # not weak-referenceable: no cache
+        known = {}
+    if n not in known:
+        known[n] = all(topo.route(a, b).nvlink_only for a in range(n) for b in range(n) if a != b)
+    return known[n]
+
+
 def _notes(request: SimRequest) -> list[str]:
     notes = []
     topo, n = request.topology, request.ranks
     assumptions = tuple(getattr(request.protocol, "assumptions", ()) or ())
-    if assumptions and not all(topo.route(a, b).nvlink_only for a in range(n) for b in range(n) if a != b):
+    if assumptions and not _all_nvlink(topo, n):
         notes.append(f"{request.protocol.name} relies on {', '.join(assumptions)}, which only verified NVLink "
                      "paths are trusted to provide; costed anyway over this non-NVLink route")
     return notes
