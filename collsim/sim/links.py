@@ -64,34 +64,40 @@ class Pipe:
 
     def add(self, a: float, b: float, rate: float) -> None:
         """Allocate ``rate`` bytes/µs on ``[a, b)``."""
-        if b <= a or rate <= 0:
-            return
+        self.add_profile(((a, b, rate),))
+
+    def add_profile(self, profile: list[tuple[float, float, float]] | tuple) -> None:
+        """Allocate each ``(a, b, rate)`` of ``profile`` in turn (what :func:`place` found for a transfer)."""
         times, used = self.times, self.used
-        i = bisect_right(times, a) - 1  # the breakpoints at a and b, created if needed
-        if i < 0 or times[i] != a:
-            i += 1
-            times.insert(i, a)
-            used.insert(i, used[i - 1] if i > 0 else 0.0)
-        j = bisect_right(times, b, i) - 1
-        if times[j] != b:
-            j += 1
-            times.insert(j, b)
-            used.insert(j, used[j - 1])
-        for k in range(i, j):
-            used[k] += rate
-        # Merge neighbours that now carry the same rate, so runs of full segments are skipped in one step.
-        k = max(i, 1)
-        end = min(j + 1, len(times))
-        while k < end:
-            if abs(used[k] - used[k - 1]) <= 1e-6 * self.rate:
-                del times[k]
-                del used[k]
-                end -= 1
-            else:
-                k += 1
-        if len(times) > 96:  # forget the distant past
-            del times[:32]
-            del used[:32]
+        same = 1e-6 * self.rate
+        for a, b, rate in profile:
+            if b <= a or rate <= 0:
+                continue
+            i = bisect_right(times, a) - 1  # the breakpoints at a and b, created if needed
+            if i < 0 or times[i] != a:
+                i += 1
+                times.insert(i, a)
+                used.insert(i, used[i - 1] if i > 0 else 0.0)
+            j = bisect_right(times, b, i) - 1
+            if times[j] != b:
+                j += 1
+                times.insert(j, b)
+                used.insert(j, used[j - 1])
+            for k in range(i, j):
+                used[k] += rate
+            # Merge neighbours that now carry the same rate, so runs of full segments are skipped in one step.
+            k = i if i > 1 else 1
+            end = j + 1 if j + 1 < len(times) else len(times)
+            while k < end:
+                if abs(used[k] - used[k - 1]) <= same:
+                    del times[k]
+                    del used[k]
+                    end -= 1
+                else:
+                    k += 1
+            if len(times) > 96:  # forget the distant past
+                del times[:32]
+                del used[:32]
 
     def __repr__(self) -> str:
         return f"Pipe({self.name!r}, {self.gbps} GB/s, allocated until {self.free_at:.3f} us)"
@@ -125,16 +131,17 @@ def place(pipes: tuple[Pipe, ...] | list[Pipe], nbytes: float, start: float, max
         return end
     t, left = start, float(nbytes)
     profile: list[tuple[float, float, float]] = []
-    index = [bisect_right(pipe.times, t) - 1 for pipe in pipes]
+    # per pipe: [times, used, capacity, index of the segment holding t, index of its last segment]
+    cursors = [[pipe.times, pipe.used, pipe.rate, bisect_right(pipe.times, t) - 1, len(pipe.times) - 1]
+               for pipe in pipes]
     while left > 1e-9:
         rate, nxt = max_rate, _INF
-        for k, pipe in enumerate(pipes):
-            times = pipe.times
-            i, last = index[k], len(times) - 1
+        for cursor in cursors:
+            times, used, capacity, i, last = cursor
             while i < last and times[i + 1] <= t:
                 i += 1
-            index[k] = i
-            free = pipe.rate - (pipe.used[i] if i >= 0 else 0.0)
+            cursor[3] = i
+            free = capacity - (used[i] if i >= 0 else 0.0)
             if free < rate:
                 rate = free
             if i < last and times[i + 1] < nxt:
@@ -151,8 +158,7 @@ def place(pipes: tuple[Pipe, ...] | list[Pipe], nbytes: float, start: float, max
             left -= rate * (nxt - t)
             t = nxt
     for pipe in pipes:
-        for a, b, rate in profile:
-            pipe.add(a, b, rate)
+        pipe.add_profile(profile)
     return t
 
 

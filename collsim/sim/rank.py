@@ -76,6 +76,9 @@ BATCH_SLICES, BATCH_PLACEMENTS = 2, 16
 _RMW_HOW = {RmwOp.ADD: "add", RmwOp.MAX: "max", RmwOp.EXCH: "set", RmwOp.CAS: "set", RmwOp.MIN: "set"}
 
 
+_new_thread = object.__new__
+
+
 class Thread:
     """A thread group's clock, last node and outstanding work (a rank's main thread or one lane)."""
 
@@ -89,10 +92,13 @@ class Thread:
         self.pending: list[Any] = []  # piecewise transfers still being issued (fine-grained mode only)
 
     def fork(self) -> "Thread":
-        lane = Thread(self.t, self.node)
+        """A lane starting from this thread's state (its clock, node and outstanding work)."""
+        lane = _new_thread(Thread)  # skips __init__: a 72-rank two-shot forks 20 000 lanes
+        lane.t, lane.node = self.t, self.node
         lane.issued, lane.issued_by = self.issued, self.issued_by
         lane.acked, lane.acked_by = self.acked, self.acked_by
         lane.loaded, lane.loaded_by = self.loaded, self.loaded_by
+        lane.pending = []
         return lane
 
     def absorb(self, other: "Thread") -> None:
@@ -341,10 +347,10 @@ class Rank:
                 pipes = (self.ld_engine,) + back.pipes
                 start += route.latency + back.costs.remote_read_us
             else:
-                route = self._pair(owner)[0]
-                pipes = (self.st_engine,) + route.pipes
+                out = self._out.get(owner) or self._out_facts(owner)
+                pipes = out[0]
                 if op.kind == ATOMIC and isinstance(op.operand, tuple):
-                    wire *= route.costs.atomic_wire_factor
+                    wire *= self._pair(owner)[0].costs.atomic_wire_factor
             plans.append((pipes, wire, start))
         # Equal pushes complete together anyway (below), so one slice each is enough for them.
         slices = max(1, min(BATCH_SLICES, BATCH_PLACEMENTS // len(plans))) if ops[0].kind == LOAD else 1
