@@ -209,12 +209,14 @@ class Lowered:
         out: list[Any] = []
         for op in ops:
             if isinstance(op, Loop):
+                body = self._compile(op.body)
+                if not body:  # nothing to run however often it repeats (an algorithm's phase with no ops here)
+                    continue
                 lanes = not _contains(op.body, (SyncGroup,))
                 source = _src(op.count)
                 self._sized_loops |= "e['MSG']" in source
                 count = eval(f"lambda e: {source}")  # noqa: S307 - IR expression source
-                out.append(("loop", op.var, count, self._compile(op.body), lanes, op.label,
-                            _contains(op.body, (PollUntil,))))
+                out.append(("loop", op.var, count, body, lanes, op.label, _contains(op.body, (PollUntil,))))
             else:
                 out.append(("op", *_binder(op, self.program)))
         return out
