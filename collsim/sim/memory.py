@@ -96,10 +96,10 @@ class Location:
         self.visibles: list[float] = []   # their visible times
         self.values: list[Any] = [init]   # values[i]: the polled word after the first i writes (a prefix)
         self.range: tuple[int, int] | None = None  # the line range every write covers, if they all agree
-        self.waiters: list[Callable[[], None]] = []
+        self.waiters: list[Callable[[Write], None]] = []
 
     def add(self, write: Write) -> None:
-        """Record ``write`` and let every waiting poll re-evaluate."""
+        """Record ``write`` and tell every waiting poll (``waiter(write)``)."""
         index = bisect_right(self.visibles, write.visible)
         self.writes.insert(index, write)
         self.visibles.insert(index, write.visible)
@@ -110,8 +110,8 @@ class Location:
         elif self.range != span:
             self.range = None
         if self.waiters:
-            for poke in list(self.waiters):
-                poke()
+            for written in list(self.waiters):
+                written(write)
 
     def _value(self, count: int) -> Any:
         """The polled word after the first ``count`` writes (all covering the same lines)."""

@@ -125,6 +125,15 @@ class _PollWatch:
         self.found = found              # the last finding, and how many writes it saw
         self.seen = len(loc.writes)
 
+    def written(self, write: Any) -> None:
+        """A write arrived at the location. One that becomes visible after the time the poll already found
+        cannot change it (the values up to that time are the same), so only the others re-evaluate."""
+        found = self.found
+        if found is not None and write.visible > found[0] and self.seen == len(self.loc.writes) - 1:
+            self.seen += 1
+            return
+        self.poke()
+
     def poke(self, found: Any = False) -> None:
         """Re-evaluate (a write arrived); move the wake-up earlier when the poll is now satisfied sooner."""
         loc = self.loc
@@ -149,7 +158,7 @@ class _PollWatch:
         found = self.found if self.seen == len(loc.writes) else loc.satisfied_at(self.lo, self.hi, self.pred,
                                                                                    self.first)
         if found is not None and found[0] <= self.sim.env.now + EPS:
-            loc.waiters.remove(self.poke)
+            loc.waiters.remove(self.written)
             self.decided.succeed(found)
         else:
             self.wake = None
@@ -622,7 +631,7 @@ class Rank:
         loc = plan[0]
         lo = op.ref[4]
         watch = _PollWatch(self.sim, loc, lo, lo + op.ref[5], op.pred, plan[2], found)
-        loc.waiters.append(watch.poke)
+        loc.waiters.append(watch.written)
         watch.poke(found)
         self.sim.events += 1
         found = yield watch.decided
