@@ -782,7 +782,8 @@ def execute(
     With ``write`` and ``report``, ``report.html`` is written beside the
     results (not for sweeps: each sweep point is an ordinary result set that
     ``collsim report`` can render). ``profile`` is a calibrated cost profile
-    (``collsim calibrate``) applied under the scenario's own ``costs:``.
+    (``collsim calibrate``) applied under the scenario's own ``costs:``, in
+    place of the file's ``profile:`` key.
 
     ``executor``, ``workers`` and ``scheduler`` say where rows run (see
     :func:`collsim.executors.open_executor`); the results do not depend on it.
@@ -793,9 +794,10 @@ def execute(
 
     if model is not None:
         get_model(model)  # an unknown --model is reported before the file is read
-    scenario = load_scenario(source, model=model)
+    # A file's own profile: key is replaced by --profile; a Scenario already loaded gets it underneath.
+    scenario = load_scenario(source, model=model, profile=profile)
     model_name, _ = get_model(model if model is not None else scenario.model)
-    if profile is not None:
+    if profile is not None and scenario is source:
         scenario = with_profile(scenario, profile, model_name)
     if model is not None or profile is not None:
         check_costs(scenario, model_name)  # a Scenario passed in was checked for another model

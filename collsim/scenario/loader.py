@@ -40,6 +40,7 @@ _EXPECT = {
     "model": "a model name",
     "output": "a directory path",
     "costs": "a mapping of cost parameters",
+    "profile": "a path to a profile file",
     "sweep": "a mapping of cost parameters to lists or ranges of values",
 }
 
@@ -196,11 +197,13 @@ def scenario_from_dict(
     default_name: str | None = None,
     base_dir: Path | None = None,
     model: str | None = None,
+    profile: str | Path | None = None,
 ) -> Scenario:
     """Check a scenario given as plain data (what the YAML file holds).
 
     ``model``, when given, overrides the file's ``model:`` for checking
     ``costs:`` (the model that will run is the one that validates them).
+    ``profile``, when given, replaces the file's ``profile:``.
     """
     from collsim.ir.registry import ALGORITHMS, list_protocols
     from collsim.models import DTYPES, LAUNCH_MODES, OPS, list_models, validate_costs
@@ -250,6 +253,10 @@ def scenario_from_dict(
             validate_costs(model if model is not None else spec.model, costs)
         except InputError as err:
             raise where.attach(err, ("costs",)) from None
+    profile_path = _profile_path(where, spec.profile, base_dir) if profile is None else str(profile)
+    if profile_path is not None:
+        costs = _with_profile(where, profile_path, costs, model if model is not None else spec.model,
+                              from_file=profile is None)
 
     sweep = _parse_sweep(where, spec.sweep, costs, model if model is not None else spec.model)
 
@@ -281,7 +288,38 @@ def scenario_from_dict(
         description=spec.description,
         source=file,
         sweep=sweep,
+        profile=profile_path,
     )
+
+
+def _profile_path(where: _Where, raw: str | None, base_dir: Path | None) -> str | None:
+    """The file ``profile:`` names, relative to the scenario file's directory."""
+    if raw is None:
+        return None
+    path = Path(raw)
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    if not path.is_file():
+        raise where.error(("profile",), f"profile file {raw!r} not found (a path relative to the scenario file, "
+                                        "written by 'collsim calibrate')")
+    return str(path)
+
+
+def _with_profile(where: _Where, path: str, costs: dict[str, Any], model: str | None, from_file: bool
+                  ) -> dict[str, Any]:
+    """The profile's costs with ``costs`` on top; errors point at ``profile:`` when the file named it."""
+    from collsim.calibrate.profile import load_profile
+    from collsim.models import get_model
+    from collsim.results import merge_costs
+
+    try:
+        return merge_costs(load_profile(path, model=get_model(model)[0]), costs)
+    except InputError as err:
+        if not from_file:
+            raise
+        # the profile's own message, located at the scenario's profile: line
+        raise InputError(f"{path}: {err.message}", file=where.file, line=where.line(("profile",)), field="profile",
+                         choices=err.choices) from None
 
 
 def _parse_list(where: _Where, key: str, raw: Any, parse: Callable[[Any], list[int]]) -> list[int]:
@@ -310,7 +348,8 @@ def _item_path(key: str, raw: Any, value: int, parse: Callable[[Any], list[int]]
     return (key,)
 
 
-def load_scenario(source: str | Path | Mapping[str, Any] | Scenario, *, model: str | None = None) -> Scenario:
+def load_scenario(source: str | Path | Mapping[str, Any] | Scenario, *, model: str | None = None,
+                  profile: str | Path | None = None) -> Scenario:
     """Load and check a scenario.
 
     Parameters
@@ -320,6 +359,9 @@ def load_scenario(source: str | Path | Mapping[str, Any] | Scenario, *, model: s
         loaded scenario (returned as is).
     model : str, optional
         The model the scenario will run with, if not the file's; it checks ``costs:``.
+    profile : path, optional
+        A calibrated cost profile to use instead of the file's ``profile:``
+        (its costs apply under ``costs:``).
 
     Returns
     -------
@@ -333,7 +375,7 @@ def load_scenario(source: str | Path | Mapping[str, Any] | Scenario, *, model: s
     if isinstance(source, Scenario):
         return source
     if isinstance(source, Mapping):
-        return scenario_from_dict(source, file=None, default_name="scenario", model=model)
+        return scenario_from_dict(source, file=None, default_name="scenario", model=model, profile=profile)
     from collsim.yamlsource import load_yaml_with_lines
 
     path = Path(source)
@@ -343,7 +385,8 @@ def load_scenario(source: str | Path | Mapping[str, Any] | Scenario, *, model: s
     if data is None:
         raise InputError("the scenario file is empty", file=str(path))
     return scenario_from_dict(
-        data, file=str(path), line_of=line_of, default_name=path.stem, base_dir=path.parent, model=model
+        data, file=str(path), line_of=line_of, default_name=path.stem, base_dir=path.parent, model=model,
+        profile=profile,
     )
 
 

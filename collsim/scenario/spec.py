@@ -33,6 +33,7 @@ class ScenarioFile(BaseModel):
     model: str | None = None
     output: str | None = None
     costs: dict[str, Any] | None = None
+    profile: str | None = None
     sweep: Any = None
 
 
@@ -52,6 +53,8 @@ FIELD_HELP: dict[str, str] = {
     "model": "performance model (default: the registry's default)",
     "output": "output directory (default: reports/<name>)",
     "costs": "cost-parameter overrides, checked by the model",
+    "profile": "a calibrated cost profile (collsim calibrate), relative to the scenario file; its costs apply "
+    "under costs:",
     "sweep": "cost parameters to sweep, each a list or a range such as '0.05..0.2 +0.05'; one result set per "
     "combination, each in its own directory, listed in sweep.csv",
 }
@@ -78,6 +81,7 @@ class Scenario:
         ``None`` means the registry default at run time.
     output : Path
     costs : dict
+        The cost overrides: the profile's (if any) with the file's ``costs:`` on top.
     description : str or None
     source : str or None
         The file it came from.
@@ -104,6 +108,7 @@ class Scenario:
     description: str | None = None
     source: str | None = None
     sweep: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    profile: str | None = None
 
     @property
     def sweep_keys(self) -> tuple[str, ...]:
@@ -147,6 +152,7 @@ class Scenario:
             "op": self.op,
             "model": self.model,
             "costs": self.costs,
+            **({"profile": self.profile} if self.profile else {}),
             **({"sweep": {key: list(values) for key, values in self.sweep}} if self.sweep else {}),
         }
 
