@@ -37,15 +37,20 @@ __all__ = ["RouteInfo", "Simulation", "Outcome"]
 _ROUTE_FACTS: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 
 
-def _route_facts(topology: Any, src: int, dst: int) -> tuple:
+def _route_table(topology: Any) -> dict:
+    """This topology's route facts, ``{(src, dst): facts}``, filled as routes are asked for."""
     try:
-        table = _ROUTE_FACTS[topology]
+        return _ROUTE_FACTS[topology]
     except (KeyError, TypeError):
-        table = {}
+        table: dict = {}
         try:
             _ROUTE_FACTS[topology] = table
         except TypeError:  # not weak-referenceable: no cache
             pass
+        return table
+
+
+def _route_facts(topology: Any, table: dict, src: int, dst: int) -> tuple:
     facts = table.get((src, dst))
     if facts is None:
         route = topology.route(src, dst)
@@ -117,6 +122,8 @@ class Simulation:
         self.transfers: list[Transfer] = []
         self._links: dict[tuple, Pipe] = {}
         self._routes: dict[tuple[int, int], RouteInfo] = {}
+        self._route_table = _route_table(topology)
+        self._route_costs = {flag: costs.for_route(flag) for flag in (True, False)}
         self.start_us = start_us
         self.launch_us = launch_us
         self.ranks = [Rank(self, r, programs[r]) for r in range(ranks)]
@@ -141,15 +148,14 @@ class Simulation:
         key = (src, dst)
         info = self._routes.get(key)
         if info is None:
-            links, latency, nvlink_only = _route_facts(self.topology, src, dst)
+            links, latency, nvlink_only = _route_facts(self.topology, self._route_table, src, dst)
             pipes = []
             for link, effective in links:
                 pipe = self._links.get(link)
                 if pipe is None:
                     pipe = self._links[link] = Pipe(f"{link[0]}->{link[1]}", effective)
                 pipes.append(pipe)
-            info = self._routes[key] = RouteInfo(tuple(pipes), latency, self.costs.for_route(nvlink_only),
-                                                 nvlink_only)
+            info = self._routes[key] = RouteInfo(tuple(pipes), latency, self._route_costs[nvlink_only], nvlink_only)
         return info
 
     def issue_pieces(self, pipes: tuple[Pipe, ...], nbytes: float, start: float, pieces: int,
