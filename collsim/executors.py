@@ -297,8 +297,8 @@ class _FuturesExecutor(Executor):
             chunks[future] = indices
 
         weights = self._weights
-        if weights is not None and chunksize is None:
-            for indices in _weighted_chunks(weights, self.workers, MAX_CHUNK):
+        if weights is not None:
+            for indices in _weighted_chunks(weights, self.workers, chunksize or MAX_CHUNK):
                 submit(indices)
         else:
             for start in range(0, len(outcomes), size):
@@ -641,8 +641,9 @@ def map_tasks(
     chunksize : int, optional
         Items per worker task (default: about eight tasks per worker, at most 64 items).
     weights : sequence of float, optional
-        Relative cost of each item: chunks then carry about equal cost and the
-        costliest are sent first (ignored with ``chunksize`` and by ``local``).
+        Relative cost of each item: chunks then carry about equal cost (and at
+        most ``chunksize`` items) and the costliest are sent first (``local``
+        runs items in order regardless).
 
     Returns
     -------

@@ -442,6 +442,50 @@ def _bounds_for(proto: Protocol, ranks, iterations, lines, threads, max_lanes) -
                   max_lanes=max_lanes if max_lanes is not None else hints.get("max_lanes", 2))
 
 
+@dataclass
+class _Plan:
+    """What one :func:`verify` call checks: the protocol, its lowered program at the bound, and its cache key."""
+
+    proto: Protocol
+    algorithm: str
+    bounds: Bounds
+    low: Lowered
+    active: tuple[str, ...]
+    domain: bool
+    props: list[str]
+    expected: str | None
+    key: str
+
+
+def _plan(protocol: str | Protocol, algorithm: str | None, *, ranks: int | None = None,
+          iterations: int | None = None, model: str = "ptx", assume: Iterable[str] | None = None,
+          flag_bits: int | None = None, lines: int | None = None, threads: int | None = None,
+          max_lanes: int | None = None, dependencies: bool = True, properties: Iterable[str] | None = None) -> _Plan:
+    """Check the arguments of :func:`verify` and lower the program (no solving)."""
+    if model not in ("ptx", "sc"):
+        raise InputError(f"unknown memory model {model!r}", field="--model", choices=["ptx", "sc"])
+    proto = _resolve(protocol, flag_bits)
+    algorithm = algorithm or proto.algorithms[0]
+    if algorithm not in proto.algorithms:
+        raise UnsupportedError(f"protocol {proto.name!r} has no {algorithm} program", field="--algorithm",
+                               choices=proto.algorithms)
+    declared = tuple(proto.assumptions)
+    active = declared if assume is None else tuple(dict.fromkeys(assume))
+    for a in active:
+        get_assumption(a)
+    props = list(PROPERTIES) if properties is None else [normalize_property(p) for p in properties]
+    bounds = _bounds_for(proto, ranks, iterations, lines, threads, max_lanes)
+    expected = normalize_property(proto.expected_violation) if proto.expected_violation else None
+    low = lower(proto, algorithm, bounds, active)
+    key = _cache.cache_key({
+        "protocol": proto.name, "class": f"{type(proto).__module__}.{type(proto).__qualname__}",
+        "params": repr(sorted(proto.params.items(), key=lambda kv: kv[0])), "algorithm": algorithm,
+        "program": low.flat_signature, "bounds": repr(bounds), "model": model, "assumptions": list(active),
+        "data_domain": repr(proto.data_domain), "properties": props, "dependencies": dependencies,
+    })
+    return _Plan(proto, algorithm, bounds, low, active, proto.data_domain is not None, props, expected, key)
+
+
 def verify(
     protocol: str | Protocol,
     algorithm: str | None = None,
@@ -478,30 +522,13 @@ def verify(
     -------
     VerifyResult
     """
-    if model not in ("ptx", "sc"):
-        raise InputError(f"unknown memory model {model!r}", field="--model", choices=["ptx", "sc"])
-    proto = _resolve(protocol, flag_bits)
-    algorithm = algorithm or proto.algorithms[0]
-    if algorithm not in proto.algorithms:
-        raise UnsupportedError(f"protocol {proto.name!r} has no {algorithm} program", field="--algorithm",
-                               choices=proto.algorithms)
-    declared = tuple(proto.assumptions)
-    active = declared if assume is None else tuple(dict.fromkeys(assume))
-    for a in active:
-        get_assumption(a)
-    props = list(PROPERTIES) if properties is None else [normalize_property(p) for p in properties]
-    bounds = _bounds_for(proto, ranks, iterations, lines, threads, max_lanes)
-    expected = normalize_property(proto.expected_violation) if proto.expected_violation else None
-
     start = time.perf_counter()
-    low = lower(proto, algorithm, bounds, active)
-    domain = proto.data_domain is not None
-    key = _cache.cache_key({
-        "protocol": proto.name, "class": f"{type(proto).__module__}.{type(proto).__qualname__}",
-        "params": repr(sorted(proto.params.items(), key=lambda kv: kv[0])), "algorithm": algorithm,
-        "program": low.flat_signature, "bounds": repr(bounds), "model": model, "assumptions": list(active),
-        "data_domain": repr(proto.data_domain), "properties": props, "dependencies": dependencies,
-    })
+    plan = _plan(protocol, algorithm, ranks=ranks, iterations=iterations, model=model, assume=assume,
+                 flag_bits=flag_bits, lines=lines, threads=threads, max_lanes=max_lanes, dependencies=dependencies,
+                 properties=properties)
+    proto, algorithm, bounds, low, active, domain, props, expected, key = (
+        plan.proto, plan.algorithm, plan.bounds, plan.low, plan.active, plan.domain, plan.props, plan.expected,
+        plan.key)
     if use_cache:
         cached = _cache.load(key)
         if cached is not None:
@@ -624,6 +651,18 @@ class Summary:
                 "failed": [f.to_json() for f in self.failed]}
 
 
+def _previous_seconds(job: tuple[str, str, dict[str, Any]]) -> float | None:
+    """How long this exact check took when it last ran here (from the verdict cache), if it did."""
+    name, algorithm, kwargs = job
+    try:
+        plan = _plan(name, algorithm, **{k: v for k, v in kwargs.items() if k not in ("timeout", "use_cache")})
+    except Exception:  # noqa: BLE001 - only a hint; the job itself will report the problem
+        return None
+    cached = _cache.load(plan.key)
+    seconds = cached.get("seconds") if cached else None
+    return float(seconds) if isinstance(seconds, (int, float)) else None
+
+
 def _verify_job(job: tuple[str, str, dict[str, Any]]) -> VerifyResult:
     """Run one :func:`verify_all` job, ``(protocol, algorithm, keyword arguments)``, on a worker."""
     name, algorithm, kwargs = job
@@ -712,8 +751,15 @@ def verify_all(*, algorithm: str | None = None, model: str = "ptx", ranks: int |
     common = dict(model=model, ranks=ranks, iterations=iterations, timeout=timeout, use_cache=use_cache, **kwargs)
     jobs = [(kind, job) for kind, job in _all_jobs(only, algorithm, common) if mutants or kind == "protocol"]
     todo = [job for _, job in jobs if not isinstance(job, FailedRun)]
+    weights = None
+    if executor != "local":
+        # Longest first, by the time each check took when it last ran here, so the slow ones do not end alone.
+        hints = [_previous_seconds(job) for job in todo]
+        known = sorted(h for h in hints if h is not None)
+        typical = known[len(known) // 2] if known else 1.0
+        weights = [typical if h is None else h for h in hints]
     outcomes = iter(map_tasks(_verify_job, todo, executor, workers=workers, scheduler=scheduler,
-                              progress=progress, chunksize=1))
+                              progress=progress, chunksize=1, weights=weights))
     shipped: list[VerifyResult] = []
     caught: list[VerifyResult] = []
     failed: list[FailedRun] = []
