@@ -45,7 +45,8 @@ from __future__ import annotations
 
 import os
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -60,6 +61,7 @@ __all__ = [
     "check_executor_options",
     "map_tasks",
     "executor_label",
+    "progress_bar",
 ]
 
 #: The executor kinds :func:`open_executor` and ``collsim run --executor`` accept.
@@ -159,17 +161,15 @@ def _weighted_chunks(weights: Sequence[float], n_workers: int, size: int) -> lis
     return sorted(chunks, key=lambda chunk: -sum(weights[i] for i in chunk))
 
 
-def _progress_callback(progress: Any, total: int) -> tuple[Callable[[TaskOutcome], None], Callable[[], None]]:
-    """``(on_outcome, close)`` for a ``progress`` argument: None/False, True, a description, or a callable."""
-    if progress is None or progress is False:
-        return (lambda outcome: None), (lambda: None)
-    if callable(progress):
-        return progress, (lambda: None)
+@contextmanager
+def progress_bar(total: int, description: str) -> Iterator[Callable[[Any], None]]:
+    """A rich progress bar on stderr, drawn only when stderr is a terminal; yields ``advance(_)``, which
+    counts one more item done (its argument, an outcome or a record, is ignored)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     console = Console(stderr=True)
-    bar = Progress(
+    with Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
@@ -177,10 +177,19 @@ def _progress_callback(progress: Any, total: int) -> tuple[Callable[[TaskOutcome
         console=console,
         transient=True,
         disable=not console.is_terminal,
-    )
-    bar.start()
-    task = bar.add_task(progress if isinstance(progress, str) else "tasks", total=total)
-    return (lambda outcome: bar.advance(task)), bar.stop
+    ) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda _done: bar.advance(task)
+
+
+def _progress_callback(progress: Any, total: int) -> tuple[Callable[[TaskOutcome], None], Callable[[], None]]:
+    """``(on_outcome, close)`` for a ``progress`` argument: None/False, True, a description, or a callable."""
+    if progress is None or progress is False:
+        return (lambda outcome: None), (lambda: None)
+    if callable(progress):
+        return progress, (lambda: None)
+    shown = progress_bar(total, progress if isinstance(progress, str) else "tasks")
+    return shown.__enter__(), (lambda: shown.__exit__(None, None, None))
 
 
 class Executor:

@@ -747,21 +747,10 @@ def rich_progress(total: int, description: str, enabled: bool = True) -> Iterato
     if not enabled:
         yield lambda record: None
         return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from collsim.executors import progress_bar
 
-    console = Console(stderr=True)
-    with Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    ) as progress:
-        task = progress.add_task(description, total=total)
-        yield lambda record: progress.advance(task)
+    with progress_bar(total, description) as advance:
+        yield advance
 
 
 def execute(
