@@ -173,14 +173,6 @@ class Simulation:
             t = finish
         return finished(finish)
 
-    # ------------------------------------------------------------------ records
-
-    def note_node(self, node: Node) -> None:
-        self.nodes.append(node)
-
-    def note_transfer(self, tr: Transfer) -> None:
-        self.transfers.append(tr)
-
     # ------------------------------------------------------------------ run
 
     def run(self) -> Outcome:
@@ -194,7 +186,7 @@ class Simulation:
                           what="launch overhead and kernel start" if self.launch_us else "kernel start")
             finals.append(launch)
             if self.record:
-                self.note_node(launch)
+                self.nodes.append(launch)
             self.env.process(rank.process(start, launch))
         self.events += len(self.ranks)
         self.env.run()
