@@ -73,18 +73,30 @@ class Pipe:
         for a, b, rate in profile:
             if b <= a or rate <= 0:
                 continue
-            i = bisect_right(times, a) - 1  # the breakpoints at a and b, created if needed
-            if i < 0 or times[i] != a:
-                i += 1
-                times.insert(i, a)
-                used.insert(i, used[i - 1] if i > 0 else 0.0)
-            j = bisect_right(times, b, i) - 1
-            if times[j] != b:
-                j += 1
-                times.insert(j, b)
-                used.insert(j, used[j - 1])
-            for k in range(i, j):
-                used[k] += rate
+            if times[-1] <= a:  # from the last breakpoint on: append what inserting would make
+                idle = used[-1]
+                if times[-1] != a:
+                    times.append(a)
+                    used.append(idle + rate)
+                else:
+                    used[-1] = idle + rate
+                i = len(times) - 1
+                times.append(b)
+                used.append(idle)
+                j = i + 1
+            else:
+                i = bisect_right(times, a) - 1  # the breakpoints at a and b, created if needed
+                if i < 0 or times[i] != a:
+                    i += 1
+                    times.insert(i, a)
+                    used.insert(i, used[i - 1] if i > 0 else 0.0)
+                j = bisect_right(times, b, i) - 1
+                if times[j] != b:
+                    j += 1
+                    times.insert(j, b)
+                    used.insert(j, used[j - 1])
+                for k in range(i, j):
+                    used[k] += rate
             # Merge neighbours that now carry the same rate, so runs of full segments are skipped in one step.
             k = i if i > 1 else 1
             end = j + 1 if j + 1 < len(times) else len(times)
@@ -131,11 +143,21 @@ def place(pipes: tuple[Pipe, ...] | list[Pipe], nbytes: float, start: float, max
         return end
     t, left = start, float(nbytes)
     profile: list[tuple[float, float, float]] = []
-    # per pipe: [times, used, capacity, index of the segment holding t, index of its last segment]
-    cursors = [[pipe.times, pipe.used, pipe.rate, bisect_right(pipe.times, t) - 1, len(pipe.times) - 1]
-               for pipe in pipes]
+    # A pipe with nothing allocated after start offers the same rate throughout: a cap. The others are
+    # walked segment by segment, each with a cursor:
+    # [times, used, capacity, index of the segment holding t, index of its last segment].
+    cap = max_rate
+    cursors = []
+    for pipe in pipes:
+        times = pipe.times
+        if times[-1] <= start:
+            free = pipe.rate - pipe.used[-1]
+            if free < cap:
+                cap = free
+        else:
+            cursors.append([times, pipe.used, pipe.rate, bisect_right(times, start) - 1, len(times) - 1])
     while left > 1e-9:
-        rate, nxt = max_rate, _INF
+        rate, nxt = cap, _INF
         for cursor in cursors:
             times, used, capacity, i, last = cursor
             while i < last and times[i + 1] <= t:
