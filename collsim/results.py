@@ -389,6 +389,8 @@ class RunOutput:
     points: list[tuple[tuple[tuple[str, Any], ...], str]] = field(default_factory=list)
     #: the HTML report written beside the results, if any
     report: Path | None = None
+    #: rows taken from the row cache rather than run (``reuse``)
+    reused: int = 0
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -536,6 +538,8 @@ def run_rows(
     workers: int | None = None,
     scheduler: str | None = None,
     retries: int = 1,
+    reuse: bool = False,
+    counts: dict[str, int] | None = None,
 ) -> list[dict[str, Any]]:
     """Cost ``rows`` and return their records, in row order whatever the executor.
 
@@ -552,6 +556,12 @@ def run_rows(
         See :func:`collsim.executors.open_executor`.
     retries : int
         Extra attempts for a row whose model raised (default 1).
+    reuse : bool
+        Take the records of rows whose inputs are unchanged since an earlier
+        run from the row cache (:mod:`collsim.rowcache`), and store the new
+        ones there; the records are the same as if every row ran.
+    counts : dict, optional
+        Filled with ``reused`` (rows taken from the cache) and ``run``.
 
     Returns
     -------
@@ -560,6 +570,17 @@ def run_rows(
         ``note`` ``"failed: <error>"`` and ``error``/``attempts`` keys.
     """
     from collsim.executors import map_tasks
+    from collsim import rowcache
+
+    keys: list[str | None] = [rowcache.row_key(row) for row in rows] if reuse else [None] * len(rows)
+    records: list[dict[str, Any] | None] = rowcache.load_records(keys) if reuse else [None] * len(rows)
+    todo = [index for index, record in enumerate(records) if record is None]
+    if counts is not None:
+        counts.update(reused=len(rows) - len(todo), run=len(todo))
+    if on_result is not None:
+        for record in records:
+            if record is not None:
+                on_result(record)
 
     def record_of(outcome: Any) -> dict[str, Any]:
         if outcome.ok:
@@ -570,17 +591,23 @@ def run_rows(
         if on_result is not None:
             on_result(record_of(outcome))
 
-    outcomes = map_tasks(
-        run_row,
-        rows,
-        executor if executor is not None else "local",
-        progress=progress,
-        workers=workers,
-        scheduler=scheduler,
-        retries=retries,
-        weights=[row.cost_hint for row in rows],
-    )
-    return [record_of(outcome) for outcome in outcomes]
+    if todo:
+        outcomes = map_tasks(
+            run_row,
+            [rows[index] for index in todo],
+            executor if executor is not None else "local",
+            progress=progress,
+            workers=workers,
+            scheduler=scheduler,
+            retries=retries,
+            weights=[rows[index].cost_hint for index in todo],
+        )
+        for index, outcome in zip(todo, outcomes):
+            records[index] = record_of(outcome)
+    if reuse:
+        rowcache.store_records((keys[index], records[index]) for index in todo
+                               if keys[index] is not None and "error" not in records[index])
+    return records  # type: ignore[return-value] - every entry is filled by now
 
 
 def _fmt(key: str, value: Any) -> str:
@@ -765,6 +792,7 @@ def execute(
     scheduler: str | None = None,
     report: bool = True,
     profile: str | Path | None = None,
+    reuse: bool = False,
 ) -> RunOutput:
     """Load, expand, run and (optionally) write a scenario; the CLI and :func:`run_scenario` share it.
 
@@ -776,6 +804,7 @@ def execute(
 
     ``executor``, ``workers`` and ``scheduler`` say where rows run (see
     :func:`collsim.executors.open_executor`); the results do not depend on it.
+    ``reuse`` takes unchanged rows from earlier runs (see :func:`run_rows`).
     """
     from collsim.executors import open_executor
     from collsim.scenario import load_scenario
@@ -798,9 +827,10 @@ def execute(
             file=scenario.source,
         )
     where = open_executor(executor, workers=workers, scheduler=scheduler)
+    counts: dict[str, int] = {}
     try:
         with rich_progress(len(rows), f"{scenario.name} ({model_name})", enabled=progress) as on_result:
-            records = run_rows(rows, executor=where, on_result=on_result)
+            records = run_rows(rows, executor=where, on_result=on_result, reuse=reuse, counts=counts)
         label = where.describe()
     finally:
         if where is not executor:  # close only what was opened here
@@ -815,7 +845,8 @@ def execute(
     static = list(skipped)
     for r in unsupported:
         skipped.append(Skipped(r["ranks"], r["algorithm"], r["protocol"], r["note"].removeprefix("skipped: ")))
-    result = RunOutput(scenario, model_name, records, skipped, failed=failed, executor=label)
+    result = RunOutput(scenario, model_name, records, skipped, failed=failed, executor=label,
+                       reused=counts.get("reused", 0))
     points = scenario.sweep_points() if scenario.sweep else []
     directories = sweep_directories(points)
     result.points = list(zip(points, directories))
@@ -891,6 +922,7 @@ def run_scenario(
     scheduler: str | None = None,
     report: bool = True,
     profile: str | Path | None = None,
+    reuse: bool = False,
 ) -> Any:
     """Run a scenario and return its rows as a :class:`pandas.DataFrame`.
 
@@ -917,6 +949,9 @@ def run_scenario(
         Also write ``report.html`` beside the results (default ``True``).
     profile : path, optional
         A calibrated cost profile applied under the scenario's ``costs:``.
+    reuse : bool
+        Take rows whose inputs are unchanged since an earlier run from the
+        row cache (:mod:`collsim.rowcache`) instead of running them again.
 
     Returns
     -------
@@ -928,7 +963,8 @@ def run_scenario(
         (``[{"point": {...}, "directory": ...}]``).
     """
     result = execute(path_or_model, out=out, model=model, progress=progress, write=write,
-                     executor=executor, workers=workers, scheduler=scheduler, report=report, profile=profile)
+                     executor=executor, workers=workers, scheduler=scheduler, report=report, profile=profile,
+                     reuse=reuse)
     frame = result.frame()
     frame.attrs["scenario"] = result.scenario.name
     frame.attrs["model"] = result.model

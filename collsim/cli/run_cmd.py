@@ -108,6 +108,7 @@ def run(
     report: bool = typer.Option(True, "--report/--no-report", help="Also write report.html, the interactive HTML report."),
     open_: bool = typer.Option(False, "--open", help="Open report.html in a browser when done."),
     profile: Optional[Path] = typer.Option(None, "--profile", help="A calibrated cost profile (collsim calibrate -o FILE); the scenario's costs: still win."),
+    reuse: bool = typer.Option(False, "--reuse", help="Take rows whose inputs (configuration, topology, protocol program and source, collsim's code) are unchanged since an earlier --reuse run from .collsim-cache/results.sqlite instead of simulating them again; the results are the same."),
 ) -> None:
     """Run every configuration of a scenario; write results.csv, results.json and report.html.
 
@@ -125,7 +126,7 @@ def run(
     check_executor_options(executor, workers=workers, scheduler=scheduler)
     result = execute(
         file, out=out, model=model, progress=True, write=True, executor=executor, workers=workers, scheduler=scheduler,
-        report=report, profile=profile,
+        report=report, profile=profile, reuse=reuse,
     )
     scen = result.scenario
     topo = scen.topology
@@ -150,6 +151,9 @@ def run(
     for line in _failure_summary(result.failed):
         err.print(line, soft_wrap=True)
     sizes = f"{format_size(min(scen.sizes))}..{format_size(max(scen.sizes))}"
+    if reuse:
+        err.print(f"{result.reused} rows reused from an earlier run, {len(result.records) + len(result.failed) - result.reused} "
+                  "simulated", soft_wrap=True)
     if result.points:
         first = result.out_dir / result.points[0][1]
         console.print(
