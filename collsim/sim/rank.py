@@ -458,8 +458,9 @@ class Rank:
         t = th.t
         node = th.node
         if node.end < t - EPS:  # put the op's issue overhead on a node so the chain stays contiguous
-            self._advance(th, t, "data" if payload else "sync", op, "issues")
-            node = th.node
+            node = th.node = Node(self.rank, node.end, t, "data" if payload else "sync", op, node, None, 0.0, "issues")
+            if self.record:
+                sim.nodes.append(node)
         if owner == self.rank:
             finish = reserve((self.hbm,), wire + read_bytes, t)
             tr = Transfer(self.rank, owner, wire, t, t, finish, finish, finish, node, payload, op, True, what)
