@@ -91,7 +91,7 @@ def timelines_for(
     :class:`InputError` (the report would show a timeline of something it
     does not plot).
     """
-    from collsim.models import simulate
+    from collsim.models import resolve_topology, simulate
 
     source = str(meta.get("results_file") or "results")
     scen = meta.get("scenario") if isinstance(meta.get("scenario"), Mapping) else {}
@@ -113,6 +113,7 @@ def timelines_for(
     default_launch = "graph" if "graph" in launches else launches[0]
     out: list[dict[str, Any]] = []
     seen = set()
+    topology = None  # built once for all timelines: a 72-GPU topology takes seconds to build and route
     for cfg in configs:
         cfg = dict(cfg)
         cfg.setdefault("launch", default_launch)
@@ -133,8 +134,10 @@ def timelines_for(
                 file=source, field="--timeline",
             )
         r = match.iloc[0]
+        if topology is None:
+            topology = resolve_topology(topo)
         result = simulate(
-            topology=topo, ranks=key[2], algorithm=key[1], protocol=key[0], size_bytes=key[3], launch=key[4],
+            topology=topology, ranks=key[2], algorithm=key[1], protocol=key[0], size_bytes=key[3], launch=key[4],
             channels=scen.get("channels"), model=str(r["model"]) or model, dtype=str(r["dtype"]) or "float32",
             op=str(r["op"]) or "sum", costs=dict(costs) or None, timeline=True,
         )
