@@ -12,6 +12,7 @@ must be identical).
     python benchmarks/scale.py --executors local,processes,dask --workers 2
     python benchmarks/scale.py --scheduler tcp://HOST:8786     # dask on a running cluster
     python benchmarks/scale.py --verify                        # verify --all, serial and 2 processes
+    python benchmarks/scale.py --reuse ll128                   # run --reuse: cold, warm, ll128 edited
 
 The figures go to docs/PERFORMANCE.md ("Sweeps and executors").
 """
@@ -86,6 +87,53 @@ def measure(scenario_path: str, model: str | None, executor: str, workers: int, 
     }
 
 
+def measure_reuse(scenario_path: str, model: str | None, executor: str, workers: int, scheduler: str | None,
+                  limit: int | None, edited: str) -> list[tuple[str, float, dict, bool]]:
+    """``run --reuse`` in a fresh row cache: the cold run that fills it, a warm run, and a run after
+    ``edited``'s rows are forgotten (what editing that protocol's source does to their keys).
+
+    Returns ``(label, wall s, counts, records same as the cold run)`` per run.
+    """
+    import sqlite3
+    import tempfile
+
+    from collsim import rowcache
+    from collsim.executors import open_executor
+    from collsim.models import get_model
+    from collsim.results import expand_rows, run_rows
+    from collsim.scenario import load_scenario
+
+    scenario = load_scenario(ROOT / scenario_path if not Path(scenario_path).exists() else scenario_path, model=model)
+    model_name, _ = get_model(model if model is not None else scenario.model)
+    rows, _ = expand_rows(scenario, model_name)
+    rows = _subset(rows, limit)
+    saved = os.environ.get("COLLSIM_CACHE_DIR")
+    out = []
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["COLLSIM_CACHE_DIR"] = cache
+        ex = open_executor(executor, workers=None if executor == "local" else workers, scheduler=scheduler)
+        try:
+            cold = None
+            for label in ("cold (fills the cache)", "warm (every row reused)", f"{edited} edited"):
+                if label.endswith("edited"):
+                    keys = [(rowcache.row_key(r),) for r in rows if r.protocol.name == edited]
+                    with sqlite3.connect(str(rowcache.cache_path())) as db:
+                        db.executemany("DELETE FROM rows WHERE key = ?", keys)
+                counts: dict = {}
+                t0 = time.perf_counter()
+                records = run_rows(rows, executor=ex, reuse=True, counts=counts)
+                wall = time.perf_counter() - t0
+                cold = cold or records
+                out.append((label, wall, counts, records == cold))
+        finally:
+            ex.close()
+            if saved is None:
+                os.environ.pop("COLLSIM_CACHE_DIR", None)
+            else:
+                os.environ["COLLSIM_CACHE_DIR"] = saved
+    return out
+
+
 def measure_verify(executor: str, workers: int, scheduler: str | None) -> dict:
     """``verify --all`` without the verdict cache on one executor: wall time and the verdicts' summary."""
     from collsim.verify.verifier import verify_all
@@ -109,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-rows", type=int, default=None, help="cost an evenly spaced subset of this many rows")
     parser.add_argument("--verify", action="store_true",
                         help="time `verify --all` (no verdict cache) on each executor instead of scenarios")
+    parser.add_argument("--reuse", metavar="PROTOCOL", default=None,
+                        help="time `run --reuse` on each executor: cold, warm, and with PROTOCOL's rows forgotten")
     args = parser.parse_args(argv)
 
     executors = [e.strip() for e in args.executors.split(",") if e.strip()]
@@ -127,6 +177,18 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
         print(f"# reference loop again: {reference_loop_s():.2f} s")
         return 0
+    if args.reuse:
+        status = 0
+        for path in args.scenarios:
+            for executor in executors:
+                for label, wall, counts, same in measure_reuse(path, args.model, executor, args.workers,
+                                                               args.scheduler, args.max_rows, args.reuse):
+                    status |= 0 if same else 1
+                    print(f"{Path(path).stem:<10} {executor:<10} {label:<26} {wall:>8.2f} s  reused "
+                          f"{counts['reused']:>5}  run {counts['run']:>5}  same: {'yes' if same else 'NO'}",
+                          flush=True)
+        print(f"# reference loop again: {reference_loop_s():.2f} s")
+        return status
     header = f"{'scenario':<10} {'model':<9} {'executor':<30} {'rows':>6} {'failed':>6} {'start s':>8} " \
              f"{'run s':>8} {'sims/s':>9} {'speedup':>8} {'same':>5}"
     print(header)
