@@ -87,13 +87,22 @@ def _class_sources(cls: type) -> str:
     return _hash_files(files)
 
 
+#: id(program) -> (program, its text): the simulator keeps one program per protocol class, parameters and
+#: algorithm, and every size and rank count of a scenario shares it (kept here too, so the id stays its own)
+_PROGRAM_TEXTS: dict[int, tuple[Any, str]] = {}
+
+
 def _program_text(protocol: Any, algorithm: str) -> str | None:
     from collsim.sim.model import program_for
 
     try:
-        return repr(program_for(protocol, algorithm)[0])
+        program = program_for(protocol, algorithm)[0]
     except Exception:  # noqa: BLE001 - no program means nothing to key it on: the row is simply run
         return None
+    found = _PROGRAM_TEXTS.get(id(program))
+    if found is None or found[0] is not program:
+        found = _PROGRAM_TEXTS[id(program)] = (program, repr(program))
+    return found[1]
 
 
 def row_key(row: Any) -> str | None:
