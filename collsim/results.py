@@ -389,8 +389,9 @@ class RunOutput:
     points: list[tuple[tuple[tuple[str, Any], ...], str]] = field(default_factory=list)
     #: the HTML report written beside the results, if any
     report: Path | None = None
-    #: rows taken from the row cache rather than run (``reuse``)
+    #: rows taken from the row cache (``reuse``), and rows run
     reused: int = 0
+    ran: int = 0
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -846,7 +847,7 @@ def execute(
     for r in unsupported:
         skipped.append(Skipped(r["ranks"], r["algorithm"], r["protocol"], r["note"].removeprefix("skipped: ")))
     result = RunOutput(scenario, model_name, records, skipped, failed=failed, executor=label,
-                       reused=counts.get("reused", 0))
+                       reused=counts.get("reused", 0), ran=counts.get("run", len(rows)))
     points = scenario.sweep_points() if scenario.sweep else []
     directories = sweep_directories(points)
     result.points = list(zip(points, directories))

@@ -72,7 +72,7 @@ def code_digest() -> str:
 
 @functools.lru_cache(maxsize=256)
 def _class_sources(cls: type) -> str:
-    """A digest of the source files defining ``cls`` and its bases (outside the standard library)."""
+    """A digest of the source files defining ``cls`` and its base classes ("" when one has no source file)."""
     files = set()
     for klass in cls.__mro__:
         if klass is object:

@@ -152,8 +152,7 @@ def run(
         err.print(line, soft_wrap=True)
     sizes = f"{format_size(min(scen.sizes))}..{format_size(max(scen.sizes))}"
     if reuse:
-        err.print(f"{result.reused} rows reused from an earlier run, {len(result.records) + len(result.failed) - result.reused} "
-                  "simulated", soft_wrap=True)
+        err.print(f"{result.reused} rows reused from an earlier run, {result.ran} simulated", soft_wrap=True)
     if result.points:
         first = result.out_dir / result.points[0][1]
         console.print(
