@@ -5,6 +5,12 @@
 
 ``local``
     In this process, one item after the other (the default).
+``auto``
+    Like ``local`` at first; once the items done have taken
+    :data:`AUTO_PROBE_S` seconds and the rest is estimated (from those
+    seconds and the items' ``weights``) to take at least
+    :data:`AUTO_POOL_S` more, the rest goes to a ``processes`` pool, if this
+    machine has more than one CPU. Small batches never pay for a pool.
 ``processes``
     A local pool of worker processes (``concurrent.futures`` with the
     ``spawn`` start method, so it behaves the same on every platform).
@@ -62,10 +68,17 @@ __all__ = [
     "map_tasks",
     "executor_label",
     "progress_bar",
+    "usable_cpus",
 ]
 
 #: The executor kinds :func:`open_executor` and ``collsim run --executor`` accept.
-EXECUTORS: tuple[str, ...] = ("local", "processes", "dask")
+EXECUTORS: tuple[str, ...] = ("auto", "local", "processes", "dask")
+
+#: ``auto``: seconds of items run in this process before the rest's time is estimated, and the estimate
+#: from which a process pool pays for itself (starting one and importing collsim in each worker costs
+#: about a second).
+AUTO_PROBE_S = 1.0
+AUTO_POOL_S = 4.0
 
 #: Seconds to wait for a Dask scheduler to answer, and for its first worker.
 CONNECT_TIMEOUT_S = 10.0
@@ -405,6 +418,59 @@ class _PoolExecutor(_FuturesExecutor):
             self._pool.shutdown(wait=True, cancel_futures=True)
 
 
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the platform has one)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
+
+
+class _AutoExecutor(Executor):
+    """``auto``: items run here until the rest is estimated long enough for a process pool (module docstring)."""
+
+    kind = "auto"
+
+    def __init__(self, workers: int | None = None) -> None:
+        super().__init__()
+        self.workers = workers or usable_cpus()
+        self.moved = 0  # items the pool ran (0: all ran here)
+        self._pool: _PoolExecutor | None = None
+
+    def describe(self) -> str:
+        if self._pool is None:
+            return "auto: local"
+        return f"auto: local, then {self.moved} on {self._pool.describe()}"
+
+    def _run(self, fn, outcomes, on_outcome, retries, chunksize):  # type: ignore[override]
+        import time
+
+        weights = self._weights or [1.0] * len(outcomes)
+        left = sum(weights)
+        done = 0.0
+        start = time.perf_counter()
+        for position, outcome in enumerate(outcomes):
+            elapsed = time.perf_counter() - start
+            if (self.workers > 1 and elapsed >= AUTO_PROBE_S and done > 0
+                    and elapsed / done * left >= AUTO_POOL_S):
+                self._pool = _PoolExecutor(workers=self.workers)
+                self._pool._weights = list(weights[position:])
+                self.moved = len(outcomes) - position
+                self._pool._run(fn, outcomes[position:], on_outcome, retries, chunksize)
+                return
+            while True:
+                ok, value, detail = _call(fn, outcome.item)
+                if self._record(outcome, ok, value, detail, retries):
+                    break
+            on_outcome(outcome)
+            done += weights[position]
+            left -= weights[position]
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+
+
 class _MapExecutor(Executor):
     """Any object with ``map(fn, iterable)``: items run where it says, outcomes arrive in order."""
 
@@ -578,6 +644,8 @@ def open_executor(executor: Any = "local", *, workers: int | None = None, schedu
     check_executor_options(executor, workers=workers, scheduler=scheduler)
     if executor == "local":
         return Executor()
+    if executor == "auto":
+        return _AutoExecutor(workers=workers)
     if executor == "processes":
         return _PoolExecutor(workers=workers)
     return _DaskExecutor(scheduler=scheduler, workers=workers)

@@ -8,7 +8,9 @@ temporary names in the output directory and renamed into place, so a failed
 run never leaves partial output.
 
 Rows run on an executor (:mod:`collsim.executors`): ``local`` (serial, the
-default), ``processes`` (a local process pool) or ``dask`` (a Dask cluster).
+default of the Python functions), ``auto`` (serial, then a process pool for
+the rest when it is long; the default of ``collsim run``), ``processes`` (a
+local process pool) or ``dask`` (a Dask cluster).
 The results are the same, byte for byte, whichever runs them: rows travel
 as plain specifications (a topology preset name or its document, the
 protocol, the model function by module and name) and each worker rebuilds

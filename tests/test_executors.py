@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -238,6 +239,38 @@ def test_map_tasks_order_retries_progress(where, pool_executor, dask_executor):
     assert sorted(o.index for o in seen) == list(range(len(_ITEMS)))  # each item reported once, when done
 
 
+def slow_sqrt(x: float) -> float:
+    time.sleep(0.02)
+    return math.sqrt(x)
+
+
+def test_auto_moves_a_long_batch_to_a_pool_with_the_same_outcomes(monkeypatch):
+    from collsim import executors
+
+    monkeypatch.setattr(executors, "AUTO_PROBE_S", 0.1)
+    monkeypatch.setattr(executors, "AUTO_POOL_S", 0.2)  # 30 items of 20 ms: the rest is estimated at ~0.5 s
+    seen = []
+    with open_executor("auto", workers=2) as ex:
+        outcomes = ex.map(slow_sqrt, _ITEMS, progress=seen.append, weights=[1.0] * len(_ITEMS))
+        moved, label = ex.moved, ex.describe()
+    _check_sqrt(outcomes)
+    assert 0 < moved < len(_ITEMS) and label == f"auto: local, then {moved} on processes (2 workers)"
+    assert sorted(o.index for o in seen) == list(range(len(_ITEMS)))
+
+
+def test_auto_keeps_short_batches_and_one_cpu_here(monkeypatch):
+    from collsim import executors
+
+    with open_executor("auto", workers=2) as ex:  # microseconds in all: never worth a pool
+        _check_sqrt(ex.map(math.sqrt, _ITEMS))
+        assert ex.moved == 0 and ex.describe() == "auto: local"
+    monkeypatch.setattr(executors, "AUTO_PROBE_S", 0.0)
+    monkeypatch.setattr(executors, "AUTO_POOL_S", 0.0)
+    with open_executor("auto", workers=1) as ex:  # one CPU: a pool could only be slower
+        _check_sqrt(ex.map(slow_sqrt, _ITEMS))
+        assert ex.moved == 0
+
+
 def transient(path_text: str) -> str:
     """Fails the first time it is called for a path, then succeeds (state kept in the file system)."""
     path = Path(path_text)
@@ -281,7 +314,7 @@ def test_map_tasks_other_executor_objects_and_progress_bar():
 
 def test_open_executor_refuses_bad_combinations():
     cases = [
-        (dict(executor="threads"), "--executor", "valid: local, processes, dask"),
+        (dict(executor="threads"), "--executor", "valid: auto, local, processes, dask"),
         (dict(executor="processes", scheduler="tcp://127.0.0.1:8786"), "--scheduler", "needs --executor dask"),
         (dict(executor="local", workers=4), "--workers", "one task at a time"),
         (dict(executor="dask", workers=2, scheduler="tcp://127.0.0.1:8786"), "--workers", "brings its own"),

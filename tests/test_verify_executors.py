@@ -91,11 +91,11 @@ def test_verify_all_refuses_bad_options():
         verify_all(only=["nope"])
     with pytest.raises(InputError) as err:
         verify_all(only=SUBSET, executor="threads")
-    assert err.value.field == "--executor" and "valid: local, processes, dask" in str(err.value)
+    assert err.value.field == "--executor" and "valid: auto, local, processes, dask" in str(err.value)
 
 
 @pytest.mark.parametrize("argv, field, needle", [
-    (["--all", "--executor", "threads"], "--executor", "(valid: local, processes, dask)"),
+    (["--all", "--executor", "threads"], "--executor", "(valid: auto, local, processes, dask)"),
     (["--all", "-x", "processes", "--workers", "0"], "--workers", "positive whole number"),
     (["--all", "--scheduler", "tcp://127.0.0.1:8786"], "--scheduler", "needs --executor dask"),
     (["ll", "--executor", "processes"], "--executor", "only applies with --all"),

@@ -13,11 +13,12 @@ __all__ = ["executor_option", "scheduler_option", "workers_option"]
 
 
 def executor_option(what: str) -> Any:
-    """``--executor/-x``: local, processes or dask; ``what`` names the tasks in the help ("rows")."""
+    """``--executor/-x``: auto, local, processes or dask; ``what`` names the tasks in the help ("rows")."""
     return typer.Option(
-        "local", "--executor", "-x",
-        help=f"Where {what} run: local (one after the other), processes (a local process pool) or dask "
-             "(a Dask cluster). Results are identical.",
+        "auto", "--executor", "-x",
+        help=f"Where {what} run: auto (here, moving the rest to a local process pool once they are estimated "
+             "to take 4 s or more and there is more than one CPU), local (here, one after the other), "
+             "processes (a local process pool) or dask (a Dask cluster). Results are identical.",
     )
 
 

@@ -69,7 +69,8 @@ def verify_command(
     common = dict(ranks=ranks, iterations=iterations, model=model, timeout=timeout, lines=lines, threads=threads,
                   use_cache=cache)
     if not all_:
-        given = [name for name, value in (("--executor", executor != "local"), ("--scheduler", scheduler is not None),
+        given = [name for name, value in (("--executor", executor not in ("auto", "local")),
+                                          ("--scheduler", scheduler is not None),
                                           ("--workers", workers is not None)) if value]
         if given:
             raise InputError("only applies with --all; a single protocol is checked in this process",
