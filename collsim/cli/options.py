@@ -30,6 +30,7 @@ def scheduler_option() -> Any:
 
 
 def workers_option() -> Any:
-    """``--workers/-w``: processes for ``processes`` or the local Dask cluster."""
+    """``--workers/-w``: processes for ``processes``, ``auto``'s pool or the local Dask cluster."""
     return typer.Option(None, "--workers", "-w",
-                        help="Worker processes for processes, or for the local Dask cluster (default: one per CPU).")
+                        help="Worker processes for processes, for auto's pool, or for the local Dask cluster "
+                              "(default: one per CPU).")
