@@ -13,7 +13,7 @@ than building the figure); ``plotly.graph_objects.Figure(fig)`` validates one
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -188,13 +188,17 @@ class ReportData:
             ):
                 best = i
         self.default_view = best
-        self._groups = {
-            key: sub.sort_values("size_bytes")
-            for key, sub in f.groupby(["topology", "ranks", "launch", "protocol", "algorithm"], sort=False)
-        }
         self._index = {
             (r.topology, int(r.ranks), r.launch, r.protocol, r.algorithm, int(r.size_bytes)): r
             for r in f.itertuples(index=False)
+        }
+
+    @cached_property
+    def _groups(self) -> dict[tuple, pd.DataFrame]:
+        """Each series' rows per view, by size (built when a figure first asks: picking timelines does not)."""
+        return {
+            key: sub.sort_values("size_bytes")
+            for key, sub in self.frame.groupby(["topology", "ranks", "launch", "protocol", "algorithm"], sort=False)
         }
 
     # -- helpers ---------------------------------------------------------
