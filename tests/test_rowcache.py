@@ -42,12 +42,13 @@ def test_second_run_reuses_every_row_and_writes_the_same_files(write_scenario, t
     assert results.execute(path, out=tmp_path / "plain", report=False).reused == 0
 
 
-def test_only_changed_rows_run_again(write_scenario, tmp_path, cache_dir):
+def test_only_changed_rows_run_again(write_scenario, tmp_path, cache_dir, monkeypatch):
     path = write_scenario(SCENARIO)
     results.execute(path, out=tmp_path / "a", report=False, reuse=True)
     # One more size: only its rows are new.
     grown = write_scenario(SCENARIO.replace("sizes: [8, 64KiB]", "sizes: [8, 64KiB, 1MiB]"), name="grown.yaml")
-    assert results.execute(grown, out=tmp_path / "b", report=False, reuse=True).reused == 16
+    run = results.execute(grown, out=tmp_path / "b", report=False, reuse=True)
+    assert (run.reused, run.ran) == (16, 8)
     # A cost change reaches every row of the model, so nothing is reused ...
     costly = write_scenario(SCENARIO + "costs:\n  op_overhead_us: 0.05\n", name="costly.yaml")
     run = results.execute(costly, out=tmp_path / "c", report=False, reuse=True)
@@ -55,15 +56,8 @@ def test_only_changed_rows_run_again(write_scenario, tmp_path, cache_dir):
     fresh = results.execute(costly, out=tmp_path / "d", report=False)
     assert [r["latency_us"] for r in run.records] == [r["latency_us"] for r in fresh.records]
     # ... and a new version of collsim (its code digest) invalidates everything.
-    rowcache.code_digest.cache_clear()
-    try:
-        import collsim.rowcache as module
-
-        original = module.code_digest
-        module.code_digest = lambda: "another version"  # type: ignore[assignment]
-        assert results.execute(path, out=tmp_path / "e", report=False, reuse=True).reused == 0
-    finally:
-        module.code_digest = original  # type: ignore[assignment]
+    monkeypatch.setattr(rowcache, "code_digest", lambda: "another version")
+    assert results.execute(path, out=tmp_path / "e", report=False, reuse=True).reused == 0
 
 
 def test_keys_cover_the_program_and_the_configuration(write_scenario):
