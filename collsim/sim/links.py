@@ -62,10 +62,6 @@ class Pipe:
         """When the last allocation on this pipe ends."""
         return self.times[-1]
 
-    def add(self, a: float, b: float, rate: float) -> None:
-        """Allocate ``rate`` bytes/µs on ``[a, b)``."""
-        self.add_profile(((a, b, rate),))
-
     def add_profile(self, profile: list[tuple[float, float, float]] | tuple) -> None:
         """Allocate each ``(a, b, rate)`` of ``profile`` in turn (what :func:`place` found for a transfer)."""
         times, used = self.times, self.used

@@ -457,10 +457,8 @@ class Rank:
         sim = self.sim
         t = th.t
         node = th.node
-        if node.end < t - EPS:  # put the op's issue overhead on a node so the chain stays contiguous
-            node = th.node = Node(self.rank, node.end, t, "data" if payload else "sync", op, node, None, 0.0, "issues")
-            if self.record:
-                sim.nodes.append(node)
+        if node.end < t - EPS:
+            node = self._issue_node(th, op, payload)
         if owner == self.rank:
             finish = reserve((self.hbm,), wire + read_bytes, t)
             tr = Transfer(self.rank, owner, wire, t, t, finish, finish, finish, node, payload, op, True, what)
@@ -508,9 +506,13 @@ class Rank:
 
     def _issue_node(self, th: Thread, op: Any, payload: bool) -> Node:
         """The node a transfer hangs from: the issuing thread's state at its clock now."""
-        if th.node.end < th.t - EPS:  # put the op's issue overhead on a node so the chain stays contiguous
-            self._advance(th, th.t, "data" if payload else "sync", op, "issues")
-        return th.node
+        node = th.node
+        if node.end < th.t - EPS:  # put the op's issue overhead on a node so the chain stays contiguous
+            node = th.node = Node(self.rank, node.end, th.t, "data" if payload else "sync", op, node, None, 0.0,
+                                  "issues")
+            if self.record:
+                self.sim.nodes.append(node)
+        return node
 
     def _issued(self, th: Thread, tr: Transfer, land: tuple | None) -> None:
         if tr.finish > th.issued:
