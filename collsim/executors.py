@@ -267,11 +267,16 @@ class Executor:
         chunksize: int | None,
     ) -> None:
         for outcome in outcomes:
-            while True:
-                ok, value, detail = _call(fn, outcome.item)
-                if self._record(outcome, ok, value, detail, retries):
-                    break
-            on_outcome(outcome)
+            self._run_here(fn, outcome, on_outcome, retries)
+
+    def _run_here(self, fn: Callable[[Any], Any], outcome: TaskOutcome, on_outcome: Callable[[TaskOutcome], None],
+                  retries: int) -> None:
+        """Run one item in this process, with its retries, and report it."""
+        while True:
+            ok, value, detail = _call(fn, outcome.item)
+            if self._record(outcome, ok, value, detail, retries):
+                break
+        on_outcome(outcome)
 
     @staticmethod
     def _record(outcome: TaskOutcome, ok: bool, value: Any, detail: str | None, retries: int) -> bool:
@@ -458,11 +463,7 @@ class _AutoExecutor(Executor):
                 self.moved = len(outcomes) - position
                 self._pool._run(fn, outcomes[position:], on_outcome, retries, chunksize)
                 return
-            while True:
-                ok, value, detail = _call(fn, outcome.item)
-                if self._record(outcome, ok, value, detail, retries):
-                    break
-            on_outcome(outcome)
+            self._run_here(fn, outcome, on_outcome, retries)
             done += weights[position]
             left -= weights[position]
 
