@@ -47,17 +47,24 @@ def _subset(rows: list, limit: int | None) -> list:
     return [rows[math.floor(i * step)] for i in range(limit)]
 
 
-def measure(scenario_path: str, model: str | None, executor: str, workers: int, scheduler: str | None,
-            limit: int | None) -> dict:
-    from collsim.executors import map_tasks, open_executor
+def _rows(scenario_path: str, model: str | None, limit: int | None) -> tuple:
+    """``(scenario, model name, rows)`` of a scenario file (an evenly spaced ``limit`` of its rows)."""
     from collsim.models import get_model
-    from collsim.results import expand_rows, run_rows
+    from collsim.results import expand_rows
     from collsim.scenario import load_scenario
 
     scenario = load_scenario(ROOT / scenario_path if not Path(scenario_path).exists() else scenario_path, model=model)
     model_name, _ = get_model(model if model is not None else scenario.model)
     rows, _ = expand_rows(scenario, model_name)
-    rows = _subset(rows, limit)
+    return scenario, model_name, _subset(rows, limit)
+
+
+def measure(scenario_path: str, model: str | None, executor: str, workers: int, scheduler: str | None,
+            limit: int | None) -> dict:
+    from collsim.executors import map_tasks, open_executor
+    from collsim.results import run_rows
+
+    scenario, model_name, rows = _rows(scenario_path, model, limit)
     t0 = time.perf_counter()
     if executor == "local":
         ex = open_executor("local")
@@ -99,14 +106,9 @@ def measure_reuse(scenario_path: str, model: str | None, executor: str, workers:
 
     from collsim import rowcache
     from collsim.executors import open_executor
-    from collsim.models import get_model
-    from collsim.results import expand_rows, run_rows
-    from collsim.scenario import load_scenario
+    from collsim.results import run_rows
 
-    scenario = load_scenario(ROOT / scenario_path if not Path(scenario_path).exists() else scenario_path, model=model)
-    model_name, _ = get_model(model if model is not None else scenario.model)
-    rows, _ = expand_rows(scenario, model_name)
-    rows = _subset(rows, limit)
+    _, _, rows = _rows(scenario_path, model, limit)
     saved = os.environ.get("COLLSIM_CACHE_DIR")
     out = []
     with tempfile.TemporaryDirectory() as cache:
