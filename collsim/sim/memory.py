@@ -134,6 +134,10 @@ class Location:
         if span is not None and span[0] <= lo and span[1] >= hi:  # every write covers all polled lines
             count = bisect_right(self.visibles, after)
             if predicate_holds(pred, self._value(count)):
+                # the write since which it has held (None: since the start), not merely the last one by then:
+                # a later write that kept it true did not decide the poll
+                while count and predicate_holds(pred, self._value(count - 1)):
+                    count -= 1
                 return after, (writes[count - 1] if count else None)
             for index in range(count, len(writes)):
                 if predicate_holds(pred, self._value(index + 1)):
