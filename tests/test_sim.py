@@ -325,3 +325,21 @@ def test_an_eager_launch_is_the_graph_kernel_started_later(name, algorithm, size
     for key, value in direct.breakdown.items():
         assert eager.breakdown[key] == pytest.approx(value, abs=1e-9)
     assert eager.events == graph.events == direct.outcome.events
+
+
+def test_a_poll_satisfied_at_its_first_sample_names_the_write_since_which_it_held():
+    """Not merely the last write visible by then: a credit that held from the start decided nothing, and a
+    flag set twice to the same value was decided by the first setting."""
+    from collsim.sim.memory import Location, Write
+
+    credit = Location(("credits", 0, 0, 0), 0)
+    credit.add(Write(0, 1, 1.0, "set", 1, "return"))
+    assert credit.satisfied_at(0, 1, ("ge", 0), 2.0) == (2.0, None)
+    flag = Location(("flags", 0, 0, 0), 0)
+    first, again = Write(0, 1, 1.0, "set", 7, "first"), Write(0, 1, 1.5, "set", 7, "again")
+    flag.add(first)
+    flag.add(again)
+    assert flag.satisfied_at(0, 1, ("eq", 7), 2.0) == (2.0, first)
+    flag.add(Write(0, 1, 1.7, "set", 0, "reset"))
+    flag.add(Write(0, 1, 1.8, "set", 7, "last"))
+    assert flag.satisfied_at(0, 1, ("eq", 7), 2.0)[1].transfer == "last"
