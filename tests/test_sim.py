@@ -166,7 +166,7 @@ def test_event_count_does_not_grow_with_message_size(name, algorithm):
     """A range of lines is one transfer: the events of a launch are bounded by its operations, at any size."""
     small, huge = des(name, algorithm, 8), des(name, algorithm, 1024 * MiB)
     run = run_des(SimRequest(topology=load_topology("hgx-h100"), ranks=8, algorithm=algorithm,
-                             protocol=load_protocol(name), size_bytes=8))
+                             protocol=load_protocol(name), size_bytes=8), symmetric=True)
     ops = sum(1 for rank in range(8) for _ in _flat_ops(name, algorithm, rank))
     for result in (small, huge):
         assert result.events <= 3 * ops + 8
@@ -316,7 +316,7 @@ def test_an_eager_launch_is_the_graph_kernel_started_later(name, algorithm, size
     topo = load_topology("hgx-h100")
     request = SimRequest(topology=topo, ranks=8, algorithm=algorithm, protocol=load_protocol(name), size_bytes=size,
                          launch="eager")
-    direct = run_des(request)
+    direct = run_des(request, symmetric=True)
     graph = simulate(topo, ranks=8, algorithm=algorithm, protocol=name, size_bytes=size, launch="graph", model="des")
     eager = simulate(topo, ranks=8, algorithm=algorithm, protocol=name, size_bytes=size, launch="eager", model="des")
     overhead = load_costs("hopper").nvlink.launch_overhead_us

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
-__all__ = ["Pipe", "Transfer", "place", "reserve"]
+__all__ = ["Pipe", "WatchedPipe", "SharedPipeSaturated", "Transfer", "place", "reserve"]
 
 _INF = float("inf")
 
@@ -144,6 +144,7 @@ def place(pipes: tuple[Pipe, ...] | list[Pipe], nbytes: float, start: float, max
     # [times, used, capacity, index of the segment holding t, index of its last segment].
     cap = max_rate
     cursors = []
+    watching: list[bool] | None = None  # per cursor, whether its pipe is a WatchedPipe (None: none is)
     for pipe in pipes:
         times = pipe.times
         if times[-1] <= start:
@@ -151,7 +152,12 @@ def place(pipes: tuple[Pipe, ...] | list[Pipe], nbytes: float, start: float, max
             if free < cap:
                 cap = free
         else:
+            watched = pipe.__class__ is WatchedPipe
+            if watched and watching is None:
+                watching = [False] * len(cursors)
             cursors.append([times, pipe.used, pipe.rate, bisect_right(times, start) - 1, len(times) - 1])
+            if watching is not None:
+                watching.append(watched)
     while left > 1e-9:
         rate, nxt = cap, _INF
         for cursor in cursors:
@@ -164,6 +170,9 @@ def place(pipes: tuple[Pipe, ...] | list[Pipe], nbytes: float, start: float, max
                 rate = free
             if i < last and times[i + 1] < nxt:
                 nxt = times[i + 1]
+        if watching and _slowed_by_sharing(cursors, watching, cap, rate):
+            raise SharedPipeSaturated(f"a transfer over {', '.join(p.name for p in pipes)} waited for others "
+                                      "sharing a watched pipe")
         if rate <= 1e-9:
             t = nxt
             continue
@@ -178,6 +187,39 @@ def place(pipes: tuple[Pipe, ...] | list[Pipe], nbytes: float, start: float, max
     for pipe in pipes:
         pipe.add_profile(profile)
     return t
+
+
+class SharedPipeSaturated(Exception):
+    """A transfer was held back by what was already allocated on a :class:`WatchedPipe`: which transfer waits
+    depends on placement order.
+
+    (Its one argument is the message: SimPy re-raises a process's exception as ``type(e)(*e.args)``.)"""
+
+
+class WatchedPipe(Pipe):
+    """A pipe whose allocations must never hold a new transfer back: :func:`place` raises
+    :class:`SharedPipeSaturated` when the transfer would run faster without them.
+
+    A rank-symmetric simulation (:mod:`collsim.sim.symmetry`) places the transfers of several ranks on one
+    such pipe in another order than a full simulation would. As long as none of them is held back by what
+    the others have there, each gets the rate its other pipes allow, in any order (and together they fit);
+    once one is, the order decides who waits. (Its capacity alone may limit a transfer: no order changes
+    that.)
+    """
+
+    __slots__ = ()
+
+
+def _slowed_by_sharing(cursors: list, watching: list[bool], cap: float, rate: float) -> bool:
+    """Whether ``rate``, a transfer's rate at the cursors' current segments, is below what it would be if the
+    watched pipes carried nothing else."""
+    alone = cap
+    for cursor, watched in zip(cursors, watching):
+        _, used, capacity, i, _ = cursor
+        free = capacity if watched else capacity - (used[i] if i >= 0 else 0.0)
+        if free < alone:
+            alone = free
+    return rate < alone * (1.0 - 1e-9)
 
 
 def reserve(pipes: tuple[Pipe, ...] | list[Pipe], nbytes: float, start: float) -> float:

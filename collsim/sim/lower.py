@@ -115,9 +115,15 @@ def _pred_tuple(pred: Any) -> str:
     raise TypeError(f"unknown poll predicate {pred!r}")
 
 
-def _binder(op: Any, program: Program) -> tuple[Callable[[dict, tuple], BoundOp], Callable | None]:
-    """``bind(env, loops) -> BoundOp`` for one symbolic operation, and ``rebind(op, env)`` that updates only
-    the fields depending on ``MSG`` (None when there are none)."""
+#: The fields of a bound op, besides its reference, that decide what it costs or what a poll sees (a data
+#: source's kind and register are literal in the IR; only its offsets are expressions).
+_TIMED_FIELDS = ("flag", "pred", "nbytes", "operand")
+
+
+def _binder(op: Any, program: Program) -> tuple[Callable[[dict, tuple], BoundOp], Callable | None, bool]:
+    """``bind(env, loops) -> BoundOp`` for one symbolic operation, ``rebind(op, env)`` that updates only
+    the fields depending on ``MSG`` (None when there are none), and whether a field of
+    :data:`_TIMED_FIELDS` depends on ``RANK``."""
     kind = _KIND_OF[type(op)]
     fields: dict[str, str] = {"kind": str(kind), "label": repr(getattr(op, "label", type(op).__name__.lower()))}
     consts: dict[str, Any] = {"op": op}
@@ -183,7 +189,8 @@ def _binder(op: Any, program: Program) -> tuple[Callable[[dict, tuple], BoundOp]
     namespace: dict[str, Any] = {"new": object.__new__, "BoundOp": BoundOp, "op": op}
     namespace.update({f"c_{k}": v for k, v in consts.items()})
     exec("\n".join(lines), namespace)  # noqa: S102 - source built above from IR expressions only
-    return namespace["bind"], namespace.get("rebind")
+    timed_by_rank = any("e['RANK']" in fields.get(slot, "") for slot in _TIMED_FIELDS)
+    return namespace["bind"], namespace.get("rebind"), timed_by_rank
 
 
 def _contains(ops: tuple, kinds: tuple[type, ...]) -> bool:
@@ -201,6 +208,10 @@ class Lowered:
     def __init__(self, program: Program) -> None:
         self.program = program
         self._sized_loops = False
+        #: whether a loop's count depends on the rank (ranks' item trees may then differ in shape)
+        self.rank_shaped = False
+        #: the symbolic ops (by id) whose flag, predicate, byte count or operand depends on the rank
+        self.rank_timed: set[int] = set()
         self._tree = self._compile(program.ops)
         # per thread: (NRANKS/ITER key, {rank: (items, size-dependent updates)}), so threads never share items
         self._reuse: dict[int, tuple[tuple, dict[int, tuple[list[Any], list[tuple]]]]] = {}
@@ -215,10 +226,14 @@ class Lowered:
                 lanes = not _contains(op.body, (SyncGroup,))
                 source = _src(op.count)
                 self._sized_loops |= "e['MSG']" in source
+                self.rank_shaped |= "e['RANK']" in source
                 count = eval(f"lambda e: {source}")  # noqa: S307 - IR expression source
                 out.append(("loop", op.var, count, body, lanes, op.label, _contains(op.body, (PollUntil,))))
             else:
-                out.append(("op", *_binder(op, self.program)))
+                bind, rebind, timed_by_rank = _binder(op, self.program)
+                if timed_by_rank:
+                    self.rank_timed.add(id(op))
+                out.append(("op", bind, rebind))
         return out
 
     def bind(self, env: Mapping[str, int], reuse: bool = False) -> list[Any]:

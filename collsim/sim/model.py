@@ -16,13 +16,15 @@ from functools import lru_cache
 from typing import Any
 
 from collsim.algorithms import generate
-from collsim.errors import InputError
+from collsim.errors import CollsimError, InputError
 from collsim.ir.program import Program
 from collsim.models import SimRequest, SimResult
 from collsim.sim.channels import default_channels
 from collsim.sim.costs import GENERATIONS, Costs, load_costs
 from collsim.sim.lower import Lowered, lower
-from collsim.sim.simulation import Outcome, Simulation, buffer_inits
+from collsim.sim.links import SharedPipeSaturated
+from collsim.sim.simulation import Outcome, Simulation, _route_facts, _route_table, buffer_inits
+from collsim.sim.symmetry import fold_of, rotation_of
 from collsim.sim.trace import Step, breakdown_of, critical_path
 
 __all__ = ["DesRun", "run_des", "des_model", "program_for", "generation_of"]
@@ -152,13 +154,33 @@ def _collector_paused():
         gc.enable()
 
 
-def run_des(request: SimRequest) -> DesRun:
-    """Simulate one launch of ``request`` (see :mod:`collsim.sim`)."""
+def run_des(request: SimRequest, symmetric: bool = False) -> DesRun:
+    """Simulate one launch of ``request`` (see :mod:`collsim.sim`).
+
+    With ``symmetric``, a launch whose ranks provably all do what rank 0 does is simulated as rank 0 alone
+    (:mod:`collsim.sim.symmetry`): the same latency and breakdown, rank 0's events, and a critical path
+    whose steps all name rank 0.
+    """
     with _collector_paused():
-        return _run_des(request)
+        return _run_des(request, symmetric)
 
 
-def _run_des(request: SimRequest) -> DesRun:
+def _fold(request: SimRequest, costs: Costs, lowered: Lowered, items: list[list[Any]]) -> Any:
+    """The rank-symmetry fold of this launch, or None when it cannot be simulated as one rank."""
+    c = costs.nvlink
+    if request.timeline or c.start_skew_us or c.transfer_pieces > 1 or costs.pcie.transfer_pieces > 1:
+        return None
+    topo = request.topology
+    table = _route_table(topo)
+
+    def facts(src: int, dst: int) -> tuple:
+        return _route_facts(topo, table, src, dst)
+
+    rotation = rotation_of(topo, request.ranks, facts)
+    return fold_of(items, lowered, rotation, facts) if rotation is not None else None
+
+
+def _run_des(request: SimRequest, symmetric: bool = False) -> DesRun:
     topo, n = request.topology, request.ranks
     costs = _cached_costs(generation_of(topo, n), _freeze(request.costs))
     program, lowered = program_for(request.protocol, request.algorithm)
@@ -169,9 +191,17 @@ def _run_des(request: SimRequest) -> DesRun:
     start = launch_us + c.kernel_start_us
     items = [lowered.bind({"RANK": r, "NRANKS": n, "ITER": SIMULATED_ITER, "MSG": request.size_bytes}, reuse=True)
              for r in range(n)]
-    sim = Simulation(topo, n, items, buffer_inits(program), costs, channels, start, launch_us,
-                     record=request.timeline)
-    outcome = sim.run()
+    inits = buffer_inits(program)
+    outcome = None
+    fold = _fold(request, costs, lowered, items) if symmetric else None
+    if fold is not None:
+        try:
+            outcome = Simulation(topo, n, items, inits, costs, channels, start, launch_us, fold=fold).run()
+        except (SharedPipeSaturated, CollsimError):  # order-dependent sharing, or a hang: the full run decides
+            outcome = None
+    if outcome is None:
+        outcome = Simulation(topo, n, items, inits, costs, channels, start, launch_us,
+                             record=request.timeline).run()
     steps = critical_path(outcome.finals[outcome.slowest])
     return DesRun(request, costs, channels, outcome, steps, breakdown_of(steps), _notes(request))
 
@@ -224,7 +254,7 @@ def _kernel(request: SimRequest) -> tuple[dict[str, float], int, list[str], int]
     if found is not None and found[0] != request.launch:
         del table[key]
         return found[1:]
-    run = run_des(replace(request, launch="graph"))
+    run = run_des(replace(request, launch="graph"), symmetric=True)
     found = table[key] = (request.launch, run.breakdown, run.outcome.events, run.notes, run.channels)
     table.move_to_end(key)
     del run

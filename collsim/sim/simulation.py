@@ -25,9 +25,10 @@ from typing import Any, Callable, NamedTuple
 import simpy
 
 from collsim.sim.costs import Costs
-from collsim.sim.links import Pipe, Transfer, reserve
+from collsim.sim.links import Pipe, Transfer, WatchedPipe, reserve
 from collsim.sim.memory import SENTINEL, Memory
 from collsim.sim.rank import Rank
+from collsim.sim.symmetry import FoldedRank
 from collsim.sim.trace import Node
 
 __all__ = ["RouteInfo", "Simulation", "Outcome"]
@@ -106,10 +107,13 @@ class Simulation:
         When the kernels start running (launch overhead + kernel start).
     record : bool
         Keep every node and transfer (for the timeline).
+    fold : Fold, optional
+        Simulate rank 0 alone and give every rank its end (see :mod:`collsim.sim.symmetry`, which decides
+        when that is exact).
     """
 
     def __init__(self, topology: Any, ranks: int, programs: list[list[Any]], inits: dict[str, Any], costs: Costs,
-                 channels: int, start_us: float, launch_us: float, record: bool = False) -> None:
+                 channels: int, start_us: float, launch_us: float, record: bool = False, fold: Any = None) -> None:
         self.env = simpy.Environment()
         self.topology = topology
         self.costs = costs
@@ -126,7 +130,14 @@ class Simulation:
         self._route_costs = {flag: costs.for_route(flag) for flag in (True, False)}
         self.start_us = start_us
         self.launch_us = launch_us
-        self.ranks = [Rank(self, r, programs[r]) for r in range(ranks)]
+        self.size = ranks
+        if fold is None:
+            self._alias: dict = {}
+            self._watched: frozenset = frozenset()
+            self.ranks = [Rank(self, r, programs[r]) for r in range(ranks)]
+        else:
+            self._alias, self._watched = fold.rotation.alias, fold.watched
+            self.ranks = [FoldedRank(self, programs[0], fold.mirrors)]
 
     # ------------------------------------------------------------------ shared resources
 
@@ -150,10 +161,14 @@ class Simulation:
         if info is None:
             links, latency, nvlink_only = _route_facts(self.topology, self._route_table, src, dst)
             pipes = []
+            alias = self._alias
             for link, effective in links:
+                if alias:  # one pipe stands for a link's whole orbit (see collsim.sim.symmetry)
+                    link = alias[link]
                 pipe = self._links.get(link)
                 if pipe is None:
-                    pipe = self._links[link] = Pipe(f"{link[0]}->{link[1]}", effective)
+                    kind = WatchedPipe if link in self._watched else Pipe
+                    pipe = self._links[link] = kind(f"{link[0]}->{link[1]}", effective)
                 pipes.append(pipe)
             info = self._routes[key] = RouteInfo(tuple(pipes), latency, self._route_costs[nvlink_only], nvlink_only)
         return info
@@ -177,14 +192,12 @@ class Simulation:
 
     def run(self) -> Outcome:
         """Run every rank to its kernel end; raise if a rank never gets there (a hang)."""
-        finals = []
-        n = len(self.ranks)
+        n = self.size
         skew = self.costs.nvlink.start_skew_us
         for rank in self.ranks:
             start = self.start_us + (skew * rank.rank / (n - 1) if n > 1 else 0.0)
             launch = Node(rank.rank, 0.0, start, "launch", "kernel_start", None,
                           what="launch overhead and kernel start" if self.launch_us else "kernel start")
-            finals.append(launch)
             if self.record:
                 self.nodes.append(launch)
             self.env.process(rank.process(start, launch))
@@ -199,8 +212,10 @@ class Simulation:
                 f"the simulated launch hangs: ranks {stuck} never reach the kernel end; polls still waiting on "
                 f"{[f'{b}@rank{r}[slot {s}, region {g}]' for b, r, s, g in waiting[:4]]} (no write ever satisfies "
                 "them; the verifier can show why)")
-        outcome = Outcome([r.end for r in self.ranks], [r.final for r in self.ranks], self.events, self.nodes,
-                          self.transfers)
+        ends, finals = [r.end for r in self.ranks], [r.final for r in self.ranks]
+        if len(self.ranks) < n:  # one rank simulated for all (a fold): every rank ends as it does
+            ends, finals = ends * n, finals * n
+        outcome = Outcome(ends, finals, self.events, self.nodes, self.transfers)
         self._release()
         return outcome
 

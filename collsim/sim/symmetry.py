@@ -1,0 +1,297 @@
+"""Rank symmetry: simulate rank 0 alone when every rank provably does what rank 0 does, at the same times.
+
+On a switched fabric every rank of a collective usually runs the same
+program shifted by its rank: rank ``r`` sends to ``r + 1`` what rank 0 sends
+to 1, over links that are the images of rank 0's under the rotation
+``r -> r + 1 (mod n)``. Then every rank's operations happen at the same times
+as rank 0's, and simulating rank 0 alone gives the launch's result. This
+module decides when that holds, and sets up the one-rank simulation.
+
+Conditions, all checked (any that fails means the full simulation runs):
+
+* **Topology** (:func:`rotation_of`): the rotation of the participating GPUs,
+  every other node fixed, maps each route ``a -> b`` link by link onto route
+  ``a+1 -> b+1`` with the same capacities and latency, and every GPU has the
+  same properties. Each link a route uses has ``n`` distinct images (a link
+  that is its own image would carry ``n`` ranks' traffic where the one-rank
+  simulation puts one rank's).
+* **Programs** (:func:`fold_of`): rank ``r``'s bound items have rank 0's
+  shape (loops, lane counts, operations) and, position by position, the
+  same symbolic operation with the same values (flags, predicates, byte
+  counts, operands, registers), lines, and owner shifted by ``r``. And
+  memory rotates with the ranks: the map taking each location rank ``r``
+  touches at a position to the one rank ``r + 1`` touches there is one
+  bijection of locations, each location's lines shifted by one constant.
+  So the writes a poll of rank ``r`` sees are the images of those rank 0's
+  poll sees.
+* **Costs**: every rank starts at once (``start_skew_us = 0``) and transfers
+  are whole ranges (``transfer_pieces = 1``).
+
+The one-rank simulation maps every link to one representative of its orbit
+(rank 0's transfer to rank ``d`` over ``switch -> d`` stands for rank ``-d``'s
+over ``switch -> 0``), and records, for each of rank 0's writes, the same
+write by every other rank that lands where rank 0 polls, at rank 0's times.
+The order in which several ranks' transfers are placed on a shared link is
+the one thing it cannot reproduce; such links are :class:`WatchedPipe` and a
+simulation that brings one to full capacity is abandoned for the full one
+(:class:`~collsim.sim.links.SharedPipeSaturated`). Results are identical to
+the full simulation's (a test compares them configuration by configuration);
+only the event count is rank 0's.
+"""
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+from collsim.sim.lower import ATOMIC, LOAD, POLL, STORE, Block
+from collsim.sim.memory import Write
+from collsim.sim.rank import Rank
+
+__all__ = ["Rotation", "Fold", "rotation_of", "fold_of", "FoldedRank"]
+
+
+@dataclass(frozen=True)
+class Rotation:
+    """The rotation of ``ranks`` GPUs as a symmetry of a topology's routes: ``alias`` maps each link a route
+    between participants uses to the representative of its orbit."""
+
+    ranks: int
+    alias: dict
+
+
+@dataclass(frozen=True)
+class Fold:
+    """Everything a one-rank simulation needs: the topology's rotation; for each of rank 0's writing
+    operations, the ``(location key, first line)`` of every other rank's write at that position into a
+    location rank 0 polls; and the link representatives rank 0's transfers reach through two or more
+    links, which carry several ranks' transfers in the full simulation (:class:`WatchedPipe`)."""
+
+    rotation: Rotation
+    mirrors: dict
+    watched: frozenset
+
+
+#: topology -> {ranks: Rotation or None}
+_ROTATIONS: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+
+
+def rotation_of(topology: Any, ranks: int, route_facts: Any) -> Rotation | None:
+    """The rotation of GPUs ``0 .. ranks-1`` of ``topology`` if it is a symmetry of their routes, else None.
+
+    ``route_facts(src, dst)`` gives ``(links with capacities, latency, nvlink_only)`` of a route (the
+    simulation's cached facts). Cached per topology and rank count.
+    """
+    try:
+        known = _ROTATIONS[topology]
+    except KeyError:
+        known = _ROTATIONS[topology] = {}
+    except TypeError:  # not weak-referenceable: no cache
+        known = {}
+    if ranks not in known:
+        known[ranks] = _rotation(topology, ranks, route_facts)
+    return known[ranks]
+
+
+def _rotation(topology: Any, n: int, route_facts: Any) -> Rotation | None:
+    if n < 2:
+        return None
+    gpus = [topology.gpu_node(r) for r in range(n)]
+    info = topology.gpu_info(0)
+    if any(topology.gpu_info(r) != info for r in range(1, n)):
+        return None
+    turn = {gpus[r]: gpus[(r + 1) % n] for r in range(n)}
+
+    def image(link: tuple) -> tuple:
+        return (turn.get(link[0], link[0]), turn.get(link[1], link[1]))
+
+    for a in range(n):
+        for b in range(n):
+            if a == b:
+                continue
+            links, latency, nvlink_only = route_facts(a, b)
+            other = route_facts((a + 1) % n, (b + 1) % n)
+            if other[1] != latency or other[2] != nvlink_only or len(other[0]) != len(links):
+                return None
+            for (link, gbps), (moved, moved_gbps) in zip(links, other[0]):
+                if image(link) != moved or gbps != moved_gbps:
+                    return None
+    alias: dict = {}
+    for a in range(n):
+        for b in range(n):
+            if a == b:
+                continue
+            for link, _ in route_facts(a, b)[0]:
+                if link in alias:
+                    continue
+                orbit = [link]
+                while True:
+                    nxt = image(orbit[-1])
+                    if nxt == link:
+                        break
+                    orbit.append(nxt)
+                if len(orbit) != n:  # a link shared by all of an orbit's ranks at once: not one rank's share
+                    return None
+                representative = min(orbit, key=repr)
+                for member in orbit:
+                    alias[member] = representative
+    return Rotation(n, alias)
+
+
+def _flatten(items: list[Any], out: list[Any]) -> list[Any]:
+    """Rank items in walk order, a loop as ``(lanes, iteration count)`` before its iterations."""
+    for item in items:
+        if item.__class__ is Block:
+            out.append((item.lanes, len(item.iterations)))
+            for iteration in item.iterations:
+                _flatten(iteration, out)
+        else:
+            out.append(item)
+    return out
+
+
+def _disjoint(spans: set) -> bool:
+    """Whether no two of these ``(first line, lines)`` ranges overlap."""
+    end = None
+    for first, lines in sorted(spans):
+        if end is not None and first < end:
+            return False
+        end = first + lines
+    return True
+
+
+def _operand_kind(operand: Any) -> Any:
+    """An atomic's operand as far as timing goes: a value, or a data source's kind (not its offsets)."""
+    return operand[:2] if isinstance(operand, tuple) and operand[0] == "reg" else (
+        operand[0] if isinstance(operand, tuple) else operand)
+
+
+def _same_timing(a: Any, b: Any) -> bool:
+    """Whether two bound ops of one symbolic op agree in what decides their cost and what polls see."""
+    return (a.flag == b.flag and a.pred == b.pred and a.nbytes == b.nbytes
+            and _operand_kind(a.operand) == _operand_kind(b.operand))
+
+
+def fold_of(items: list[list[Any]], lowered: Any, rotation: Rotation, route_facts: Any) -> Fold | None:
+    """The :class:`Fold` of the ranks' bound ``items`` (from ``lowered``, a
+    :class:`~collsim.sim.lower.Lowered`) when they are rotations of rank 0's, else None (``route_facts`` as
+    for :func:`rotation_of`)."""
+    n = rotation.ranks
+    if len(items) != n:
+        return None
+    flats = [_flatten(rank_items, []) for rank_items in items]
+    first = flats[0]
+    size = len(first)
+    if any(len(flat) != size for flat in flats):
+        return None
+    ops = [(p, op) for p, op in enumerate(first) if op.__class__ is not tuple]
+    if lowered.rank_shaped:  # a loop count depends on the rank: the trees may differ
+        for flat in flats[1:]:
+            for a, b in zip(first, flat):
+                if a.__class__ is tuple or b.__class__ is tuple:
+                    if b != a:
+                        return None
+                elif b.op is not a.op:
+                    return None
+    timed = lowered.rank_timed
+    compared = [p for p, op in ops if id(op.op) in timed]
+    referenced = [(p, op.ref[1], op.ref[5]) for p, op in ops if op.ref is not None]
+    for flat in flats[1:]:
+        for p in compared:
+            if not _same_timing(first[p], flat[p]):
+                return None
+    # Memory must rotate with the ranks: one bijection taking what rank r touches at a position to what rank
+    # r + 1 touches there. A location whose ranges never partly overlap maps range by range (blocks may be
+    # permuted, as when a rank's chunk index wraps around); any other maps as a whole, shifted by one offset.
+    spans: dict = {}     # location key -> every (first line, lines) any rank touches there
+    forward: dict = {}   # (key, first line) -> (key, first line) of its image
+    backward: dict = {}  # the inverse
+    for r in range(n):
+        flat, moved = flats[r], flats[(r + 1) % n]
+        for p, owner, lines in referenced:
+            ref, image_ref = flat[p].ref, moved[p].ref
+            if (ref[1] - r - owner) % n or ref[5] != lines:
+                return None
+            key = ref[:4]
+            source, image = (key, ref[4]), (image_ref[:4], image_ref[4])
+            known = forward.get(source)
+            if known is None:
+                if image in backward:
+                    return None
+                forward[source] = image
+                backward[image] = source
+                found = spans.get(key)
+                if found is None:
+                    spans[key] = {(ref[4], lines)}
+                else:
+                    found.add((ref[4], lines))
+            elif known != image:
+                return None
+    if not _memory_rotates(spans, forward):
+        return None
+    polled = {op.key for _, op in ops if op.kind == POLL}
+    mirrors: dict = {}
+    for p, op in ops:
+        if op.kind in (STORE, ATOMIC):
+            seen = [(flat[p].key, flat[p].ref[4]) for flat in flats[1:] if flat[p].key in polled]
+            if seen:
+                mirrors[op] = seen
+    return Fold(rotation, mirrors, _watched(first, rotation, route_facts))
+
+
+def _memory_rotates(spans: dict, forward: dict) -> bool:
+    """Whether the range-by-range map ``forward`` is a rotation of memory: a location whose ranges never
+    partly overlap may map range by range; any other location maps whole onto one location, every range
+    shifted by one offset, and no two locations onto the same one."""
+    blocks = {key for key, touched in spans.items() if _disjoint(touched)}
+    whole: dict = {}  # key -> (image key, shift)
+    onto: dict = {}   # image key -> key
+    for (key, line), (image_key, image_line) in forward.items():
+        if key in blocks:
+            if image_key not in blocks:
+                return False
+            continue
+        if image_key in blocks:
+            return False
+        shift = (image_key, image_line - line)
+        if whole.setdefault(key, shift) != shift or onto.setdefault(image_key, key) != key:
+            return False
+    return True
+
+
+def _watched(ops: list[Any], rotation: Rotation, route_facts: Any) -> frozenset:
+    """Representatives of links that rank 0's transfers (not a leader's few bytes, which take no bandwidth)
+    reach through more than one link of their orbit."""
+    routes = set()
+    for op in ops:
+        if op.__class__ is tuple or op.ref is None or op.leader or op.ref[1] == 0:
+            continue
+        if op.kind in (STORE, ATOMIC):
+            routes.add((0, op.ref[1]))
+        elif op.kind == LOAD:
+            routes.add((op.ref[1], 0))
+    reached: dict = {}
+    for src, dst in routes:
+        for link, _ in route_facts(src, dst)[0]:
+            reached.setdefault(rotation.alias[link], set()).add(link)
+    return frozenset(rep for rep, links in reached.items() if len(links) > 1)
+
+
+class FoldedRank(Rank):
+    """Rank 0 of a one-rank simulation: each write it makes is also made, at the same times, by every
+    other rank at the same position (the :attr:`Fold.mirrors` of that operation)."""
+
+    def __init__(self, sim: Any, items: list[Any], mirrors: dict) -> None:
+        super().__init__(sim, 0, items)
+        self.mirrors = mirrors
+
+    def _issued(self, th: Any, tr: Any, land: tuple | None) -> None:
+        super()._issued(th, tr, land)
+        if land is None:
+            return
+        others = self.mirrors.get(tr.label)
+        if others:
+            _, _, lines, how, value = land
+            location = self.memory.location
+            for key, line in others:
+                location(key).add(Write(line, line + lines, tr.visible, how, value, tr))

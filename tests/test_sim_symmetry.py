@@ -1,0 +1,165 @@
+"""Rank symmetry (collsim.sim.symmetry): simulating rank 0 alone must give exactly the full simulation's result,
+and only when the topology, the programs and the costs make every rank do what rank 0 does."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from collsim.models import SimRequest, resolve_protocol
+from collsim.sim import model as des
+from collsim.sim import symmetry
+from collsim.sim.links import Pipe, SharedPipeSaturated, WatchedPipe, place
+from collsim.sim.lower import Block
+from collsim.sim.model import program_for, run_des
+from collsim.sim.simulation import _route_facts, _route_table
+from collsim.topology import load_topology
+
+MiB = 1 << 20
+SHIPPED = {"barrier": ("one-shot", "two-shot"), "simple": ("one-shot", "two-shot", "ring"),
+           "ll": ("one-shot", "two-shot", "ring"), "ll128": ("one-shot", "two-shot", "ring"),
+           "ll128-atomic": ("one-shot",), "sentinel": ("one-shot", "two-shot")}
+CASES = [(protocol, algorithm) for protocol, algorithms in SHIPPED.items() for algorithm in algorithms]
+
+
+def _request(topology, ranks, protocol, algorithm, size, costs=None, channels=None):
+    topo = load_topology(topology) if isinstance(topology, str) else topology
+    return SimRequest(topology=topo, ranks=ranks, algorithm=algorithm, protocol=resolve_protocol(protocol),
+                      size_bytes=size, channels=channels, costs=dict(costs or {}))
+
+
+def _both(request):
+    return run_des(request), run_des(request, symmetric=True)
+
+
+def _facts(topo):
+    table = _route_table(topo)
+    return lambda a, b: _route_facts(topo, table, a, b)
+
+
+@pytest.mark.parametrize("protocol,algorithm", CASES)
+@pytest.mark.parametrize("topology,ranks", [("hgx-h100", 2), ("hgx-h100", 3), ("hgx-h100", 8), ("gb200-nvl72", 16),
+                                            ("dgx-a100", 4)])
+def test_one_rank_gives_the_full_simulations_result(protocol, algorithm, topology, ranks):
+    """Latency, breakdown and every rank's end are the full simulation's, bit for bit, at small and large sizes
+    (and the launch really was simulated as one rank)."""
+    for size in (8, 64 * 1024, 16 * MiB):
+        full, folded = _both(_request(topology, ranks, protocol, algorithm, size))
+        assert folded.breakdown == full.breakdown, (size, full.breakdown, folded.breakdown)
+        assert folded.latency_us == full.latency_us
+        assert folded.outcome.ends == full.outcome.ends
+        assert folded.outcome.events < full.outcome.events
+
+
+@pytest.mark.parametrize("protocol,algorithm", [("simple", "ring"), ("ll", "one-shot"), ("barrier", "two-shot")])
+def test_seventy_two_ranks_as_one(protocol, algorithm):
+    full, folded = _both(_request("gb200-nvl72", 72, protocol, algorithm, 4 * MiB))
+    assert folded.breakdown == full.breakdown
+    assert folded.outcome.events * 20 < full.outcome.events
+
+
+def test_written_protocols_fold_too():
+    """A protocol outside collsim (the counter barrier of docs/WRITING_PROTOCOLS.md) is judged the same way."""
+    full, folded = _both(_request("hgx-h100", 8, "examples/protocols/counter_barrier.py", "one-shot", 8192))
+    assert folded.breakdown == full.breakdown and folded.outcome.events < full.outcome.events
+
+
+@pytest.mark.parametrize("topology,ranks", [("pcie-gen5", 4), ("dgx1-v100", 8)])
+def test_asymmetric_topologies_are_simulated_in_full(topology, ranks):
+    topo = load_topology(topology)
+    assert symmetry.rotation_of(topo, ranks, _facts(topo)) is None
+    full, folded = _both(_request(topo, ranks, "ll", "one-shot", 4096))
+    assert folded.outcome.events == full.outcome.events and folded.breakdown == full.breakdown
+
+
+@pytest.mark.parametrize("costs", [{"start_skew_us": 1.0}, {"transfer_pieces": 4}])
+def test_costs_that_break_symmetry_are_simulated_in_full(costs):
+    """Ranks starting at different times, or fine-grained pieces (their own processes), are not folded."""
+    full, folded = _both(_request("hgx-h100", 8, "simple", "ring", MiB, costs=costs))
+    assert folded.outcome.events == full.outcome.events and folded.breakdown == full.breakdown
+
+
+def test_the_ranks_of_a_rotation_share_the_links_of_an_orbit():
+    topo = load_topology("hgx-h100")
+    rotation = symmetry.rotation_of(topo, 8, _facts(topo))
+    assert rotation is not None and rotation.ranks == 8
+    # each GPU's port towards the fabric and back: two orbits of eight links
+    assert len(set(rotation.alias.values())) == 2 and len(rotation.alias) == 16
+
+
+def _bound(protocol, algorithm, ranks, size):
+    _, lowered = program_for(resolve_protocol(protocol), algorithm)
+    items = [lowered.bind({"RANK": r, "NRANKS": ranks, "ITER": 0, "MSG": size}) for r in range(ranks)]
+    return lowered, items
+
+
+def _ops(items):
+    for item in items:
+        if isinstance(item, Block):
+            for iteration in item.iterations:
+                yield from _ops(iteration)
+        else:
+            yield item
+
+
+def _with_ref(items, index, ref):
+    """A deep copy of one rank's items with its ``index``-th op referring to ``ref``."""
+    items = copy.deepcopy(items)
+    op = [o for o in _ops(items) if o.ref is not None][index]
+    op.ref, op.key = ref, ref[:4]
+    return items
+
+
+def test_a_rank_that_does_something_else_is_not_folded():
+    topo = load_topology("hgx-h100")
+    rotation = symmetry.rotation_of(topo, 4, _facts(topo))
+    lowered, items = _bound("ll", "one-shot", 4, 4096)
+    assert symmetry.fold_of(items, lowered, rotation, _facts(topo)) is not None
+    first = [o for o in _ops(items[2]) if o.ref is not None][0]
+    buffer, owner, slot, region, line, lines = first.ref
+    # rank 2 sends its first range to another peer than its rotation of rank 0 would
+    wrong_peer = _with_ref(items[2], 0, (buffer, (owner + 1) % 4, slot, region, line, lines))
+    assert symmetry.fold_of(items[:2] + [wrong_peer] + items[3:], lowered, rotation, _facts(topo)) is None
+    # or to the right peer, but at lines that no rotation of memory maps the others' to
+    wrong_lines = _with_ref(items[2], 0, (buffer, owner, slot, region, line + 1, lines))
+    assert symmetry.fold_of(items[:2] + [wrong_lines] + items[3:], lowered, rotation, _facts(topo)) is None
+
+
+def test_mirrored_writes_are_the_other_ranks_writes_where_rank_0_polls():
+    topo = load_topology("hgx-h100")
+    lowered, items = _bound("simple", "ring", 4, 4096)
+    fold = symmetry.fold_of(items, lowered, symmetry.rotation_of(topo, 4, _facts(topo)), _facts(topo))
+    polled = {op.key for op in _ops(items[0]) if op.kind == 2}
+    assert fold.mirrors
+    for op, writes in fold.mirrors.items():
+        assert all(key in polled and key[1] == 0 for key, _ in writes)  # a ring's flags live with the poller
+
+
+def test_watched_pipe_refuses_a_transfer_slowed_by_another():
+    shared = WatchedPipe("switch->gpu0", 100.0)
+    place((shared,), 100_000, 0.0)                # alone at full rate until 1.0: order cannot matter yet
+    place((shared,), 100_000, 1.0)                # back to back: nothing waited
+    with pytest.raises(SharedPipeSaturated):
+        place((shared,), 100_000, 1.5)            # would wait for the second: placement order decides
+    plain = Pipe("switch->gpu1", 100.0)
+    place((plain,), 100_000, 0.0)
+    assert place((plain,), 100_000, 0.5) == pytest.approx(2.0)
+
+
+def test_a_fold_that_meets_sharing_falls_back_to_the_full_simulation(monkeypatch):
+    """When every link counts as shared, the one-shot's transfers slow each other down on rank 0's own port:
+    the fold is abandoned and the full simulation's result returned."""
+    request = _request("hgx-h100", 8, "simple", "one-shot", 16 * MiB)
+    full = run_des(request)
+    monkeypatch.setattr(symmetry, "_watched", lambda ops, rotation, facts: frozenset(rotation.alias.values()))
+    attempts = []
+    real = des.Simulation
+
+    def counting(*args, **kwargs):
+        attempts.append(kwargs.get("fold") is not None)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(des, "Simulation", counting)
+    folded = run_des(request, symmetric=True)
+    assert attempts == [True, False]
+    assert folded.breakdown == full.breakdown and folded.outcome.events == full.outcome.events
