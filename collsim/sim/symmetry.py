@@ -41,6 +41,7 @@ only the event count is rank 0's.
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,6 +151,23 @@ def _flatten(items: list[Any], out: list[Any]) -> list[Any]:
     return out
 
 
+#: id(rank items) -> (those items, their flat list): a rank's items come back from ``Lowered.bind(reuse=True)``
+#: for every size of a configuration, changed in place, so their flat list stays valid
+_FLATS: "OrderedDict[int, tuple[list[Any], list[Any]]]" = OrderedDict()
+FLATS_KEPT = 512
+
+
+def _flat(items: list[Any]) -> list[Any]:
+    """``items`` flattened (cached for the same list)."""
+    found = _FLATS.get(id(items))
+    if found is not None and found[0] is items:
+        return found[1]
+    flat = _FLATS[id(items)] = (items, _flatten(items, []))
+    if len(_FLATS) > FLATS_KEPT:
+        _FLATS.popitem(last=False)
+    return flat[1]
+
+
 def _disjoint(spans: set) -> bool:
     """Whether no two of these ``(first line, lines)`` ranges overlap."""
     end = None
@@ -179,7 +197,7 @@ def fold_of(items: list[list[Any]], lowered: Any, rotation: Rotation, route_fact
     n = rotation.ranks
     if len(items) != n:
         return None
-    flats = [_flatten(rank_items, []) for rank_items in items]
+    flats = [_flat(rank_items) for rank_items in items]
     first = flats[0]
     size = len(first)
     if any(len(flat) != size for flat in flats):
@@ -195,39 +213,31 @@ def fold_of(items: list[list[Any]], lowered: Any, rotation: Rotation, route_fact
                     return None
     timed = lowered.rank_timed
     compared = [p for p, op in ops if id(op.op) in timed]
-    referenced = [(p, op.ref[1], op.ref[5]) for p, op in ops if op.ref is not None]
     for flat in flats[1:]:
         for p in compared:
             if not _same_timing(first[p], flat[p]):
                 return None
-    # Memory must rotate with the ranks: one bijection taking what rank r touches at a position to what rank
-    # r + 1 touches there. A location whose ranges never partly overlap maps range by range (blocks may be
-    # permuted, as when a rank's chunk index wraps around); any other maps as a whole, shifted by one offset.
-    spans: dict = {}     # location key -> every (first line, lines) any rank touches there
-    forward: dict = {}   # (key, first line) -> (key, first line) of its image
+    referenced = [p for p, op in ops if op.ref is not None]
+    refs = [[flat[p].ref for p in referenced] for flat in flats]
+    owners = [ref[1] for ref in refs[0]]
+    lines = [ref[5] for ref in refs[0]]
+    # Memory must rotate with the ranks: one bijection taking the range rank r touches at a position to the
+    # one rank r + 1 touches there (checked here range by range, then location by location).
+    forward: dict = {}   # reference -> the reference of its image
     backward: dict = {}  # the inverse
     for r in range(n):
-        flat, moved = flats[r], flats[(r + 1) % n]
-        for p, owner, lines in referenced:
-            ref, image_ref = flat[p].ref, moved[p].ref
-            if (ref[1] - r - owner) % n or ref[5] != lines:
+        for ref, image, owner, count in zip(refs[r], refs[(r + 1) % n], owners, lines):
+            if (ref[1] - r - owner) % n or ref[5] != count:
                 return None
-            key = ref[:4]
-            source, image = (key, ref[4]), (image_ref[:4], image_ref[4])
-            known = forward.get(source)
+            known = forward.get(ref)
             if known is None:
                 if image in backward:
                     return None
-                forward[source] = image
-                backward[image] = source
-                found = spans.get(key)
-                if found is None:
-                    spans[key] = {(ref[4], lines)}
-                else:
-                    found.add((ref[4], lines))
+                forward[ref] = image
+                backward[image] = ref
             elif known != image:
                 return None
-    if not _memory_rotates(spans, forward):
+    if not _memory_rotates(forward):
         return None
     polled = {op.key for _, op in ops if op.kind == POLL}
     mirrors: dict = {}
@@ -239,21 +249,25 @@ def fold_of(items: list[list[Any]], lowered: Any, rotation: Rotation, route_fact
     return Fold(rotation, mirrors, _watched(first, rotation, route_facts))
 
 
-def _memory_rotates(spans: dict, forward: dict) -> bool:
-    """Whether the range-by-range map ``forward`` is a rotation of memory: a location whose ranges never
-    partly overlap may map range by range; any other location maps whole onto one location, every range
-    shifted by one offset, and no two locations onto the same one."""
+def _memory_rotates(forward: dict) -> bool:
+    """Whether ``forward``, a bijection between the ranges ranks touch, is a rotation of memory: a location
+    whose ranges never partly overlap may map range by range (blocks permuted, as when a rank's chunk index
+    wraps around); any other location maps whole onto one location, every range shifted by one offset."""
+    spans: dict = {}  # location key -> every (first line, lines) touched there
+    for ref in forward:
+        spans.setdefault(ref[:4], set()).add(ref[4:])
     blocks = {key for key, touched in spans.items() if _disjoint(touched)}
     whole: dict = {}  # key -> (image key, shift)
     onto: dict = {}   # image key -> key
-    for (key, line), (image_key, image_line) in forward.items():
+    for ref, image in forward.items():
+        key, image_key = ref[:4], image[:4]
         if key in blocks:
             if image_key not in blocks:
                 return False
             continue
         if image_key in blocks:
             return False
-        shift = (image_key, image_line - line)
+        shift = (image_key, image[4] - ref[4])
         if whole.setdefault(key, shift) != shift or onto.setdefault(image_key, key) != key:
             return False
     return True
