@@ -250,27 +250,34 @@ def fold_of(items: list[list[Any]], lowered: Any, rotation: Rotation, route_fact
 
 
 def _memory_rotates(forward: dict) -> bool:
-    """Whether ``forward``, a bijection between the ranges ranks touch, is a rotation of memory: a location
-    whose ranges never partly overlap may map range by range (blocks permuted, as when a rank's chunk index
-    wraps around); any other location maps whole onto one location, every range shifted by one offset."""
-    spans: dict = {}  # location key -> every (first line, lines) touched there
-    for ref in forward:
-        spans.setdefault(ref[:4], set()).add(ref[4:])
-    blocks = {key for key, touched in spans.items() if _disjoint(touched)}
-    whole: dict = {}  # key -> (image key, shift)
-    onto: dict = {}   # image key -> key
+    """Whether ``forward``, a bijection between the ranges ranks touch, is a rotation of memory: each location
+    maps whole onto one location, every range shifted by one offset, no two onto the same one; or, where a
+    location's ranges never partly overlap, range by range (blocks permuted, as when a rank's chunk index
+    wraps around) onto locations whose ranges never partly overlap either."""
+    whole: dict = {}   # key -> (image key, shift)
+    permuted = set()   # keys whose ranges do not all shift alike
     for ref, image in forward.items():
-        key, image_key = ref[:4], image[:4]
-        if key in blocks:
-            if image_key not in blocks:
-                return False
-            continue
-        if image_key in blocks:
+        key = ref[:4]
+        shift = (image[:4], image[4] - ref[4])
+        if whole.setdefault(key, shift) != shift:
+            permuted.add(key)
+    onto: dict = {}  # image key -> the key shifted onto it whole
+    for key, (image_key, _) in whole.items():
+        if key not in permuted and onto.setdefault(image_key, key) != key:
             return False
-        shift = (image_key, image[4] - ref[4])
-        if whole.setdefault(key, shift) != shift or onto.setdefault(image_key, key) != key:
-            return False
-    return True
+    if not permuted:
+        return True
+    spans: dict = {}  # key -> the (first line, lines) touched there, for the permuted keys and their images
+    images = set()
+    for ref, image in forward.items():
+        if ref[:4] in permuted:
+            spans.setdefault(ref[:4], set()).add(ref[4:])
+            images.add(image[:4])
+    for ref in forward:  # an image location's own ranges: what is touched there
+        if ref[:4] in images and ref[:4] not in permuted:
+            spans.setdefault(ref[:4], set()).add(ref[4:])
+    return all(key not in onto and _disjoint(spans[key]) for key in images) and all(
+        _disjoint(spans[key]) for key in permuted)
 
 
 def _watched(ops: list[Any], rotation: Rotation, route_facts: Any) -> frozenset:
