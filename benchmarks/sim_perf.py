@@ -31,6 +31,12 @@ be put in proportion. Further modes, each also printing the reference loop:
     over scenarios/8gpu.yaml, each in a fresh interpreter: the maximum
     resident set (``getrusage``) after imports and after a cold run, and
     the ``tracemalloc`` peak of a second, warm run.
+``--symmetry``
+    the full simulation (every rank) against the rank-symmetric one that
+    scenario rows use (rank 0 alone, :mod:`collsim.sim.symmetry`) for every
+    shipped protocol and algorithm at 8 and 72 ranks, 1 MiB: CPU ms of each,
+    their events, and whether latency, breakdown and every rank's end are
+    identical.
 ``--profile PROTOCOL,ALGORITHM,RANKS,SIZE[,TOPOLOGY]``
     pyinstrument's call tree of one simulation (after one untimed warm-up
     run); needs ``pip install -e '.[bench]'``.
@@ -44,6 +50,7 @@ scenarios/nvl72.yaml when no mode is asked for.
     python benchmarks/sim_perf.py --engine                 # totals over scenarios/8gpu.yaml
     python benchmarks/sim_perf.py --engine scenarios/4gpu.yaml --max-rows 100
     python benchmarks/sim_perf.py --memory
+    python benchmarks/sim_perf.py --symmetry --ranks 72
     python benchmarks/sim_perf.py --profile simple,ring,72,1MiB
 """
 from __future__ import annotations
@@ -171,6 +178,36 @@ def by_size(ranks: int, sizes: list[int], repeats: int) -> None:
     for (name, algorithm), ms in millis.items():
         print(f"| {name} | {algorithm} | " + " | ".join(f"{m:.1f}" for m in ms)
               + f" | {max(ms) / max(1e-9, min(ms)):.2f} |")
+
+
+# --- --symmetry --------------------------------------------------------------------------------------------------
+
+def symmetry_gain(ranks_list: list[int], repeats: int) -> None:
+    """Full simulation against rank 0 alone, for every shipped protocol and algorithm."""
+    from collsim.ir.registry import list_protocols
+    from collsim.models import SimRequest
+    from collsim.sim.model import run_des
+
+    for ranks in ranks_list:
+        topology = SYSTEMS[ranks]
+        if topology not in _TOPOLOGIES:
+            _TOPOLOGIES[topology] = load_topology(topology)
+        print(f"\nfull simulation against rank 0 alone on {topology}, {ranks} ranks, {format_size(ENGINE_SIZE)} "
+              f"(CPU ms, fastest of up to {repeats}):")
+        print("| protocol | algorithm | full ms | one rank ms | speed-up | full events | one-rank events | identical |")
+        print("|---|---|---:|---:|---:|---:|---:|---|")
+        for name in list_protocols():
+            protocol = load_protocol(name)
+            for algorithm in protocol.algorithms:
+                request = SimRequest(topology=_TOPOLOGIES[topology], ranks=ranks, algorithm=algorithm,
+                                     protocol=protocol, size_bytes=ENGINE_SIZE)
+                run_des(request, symmetric=True)  # warm-up: program, routes, the topology's rotation
+                full_s, full = fastest(lambda: run_des(request), repeats)
+                one_s, one = fastest(lambda: run_des(request, symmetric=True), repeats)
+                same = (full.breakdown == one.breakdown and full.latency_us == one.latency_us
+                        and full.outcome.ends == one.outcome.ends)
+                print(f"| {name} | {algorithm} | {full_s * 1e3:.1f} | {one_s * 1e3:.1f} | {full_s / one_s:.1f}x | "
+                      f"{full.outcome.events} | {one.outcome.events} | {'yes' if same else 'NO'} |")
 
 
 # --- --engine ----------------------------------------------------------------------------------------------------
@@ -342,12 +379,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", nargs="?", const="scenarios/8gpu.yaml", metavar="SCENARIO",
                         help="collsim against a bare SimPy loop, with totals over SCENARIO (default 8gpu)")
     parser.add_argument("--memory", action="store_true", help="peak memory of one 72-rank simulation and one 8gpu pass")
+    parser.add_argument("--symmetry", action="store_true", help="full simulation against rank 0 alone")
     parser.add_argument("--profile", metavar="PROTOCOL,ALGORITHM,RANKS,SIZE[,TOPOLOGY]",
                         help="pyinstrument profile of one simulation")
     parser.add_argument("--repeats", type=int, default=3,
                         help="runs per timed point, the fastest kept (stops after 1 s of CPU; default 3)")
     parser.add_argument("--ranks", type=int, action="append", choices=sorted(SYSTEMS),
-                        help="rank counts for --sizes and --engine (repeatable; default 8 and 72)")
+                        help="rank counts for --sizes, --engine and --symmetry (repeatable; default 8 and 72)")
     parser.add_argument("--max-size", type=parse_size, help="largest size for --sizes (default 4GiB)")
     parser.add_argument("--max-rows", type=int, help="only the first N rows for --engine and --memory scenario passes")
     parser.add_argument("--memory-child", choices=("sim", "scenario"), help=argparse.SUPPRESS)
@@ -356,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
         memory_child(args.memory_child, args.max_rows)
         return 0
     ranks_list = args.ranks or sorted(SYSTEMS)
-    modes = args.sizes or args.engine or args.memory or args.profile
+    modes = args.sizes or args.engine or args.memory or args.profile or args.symmetry
     scenarios = args.scenarios or ([] if modes else ["scenarios/8gpu.yaml", "scenarios/nvl72.yaml"])
     status = 0
     print(f"{time.strftime('%Y-%m-%d')}, Python {platform.python_version()}, SimPy {simpy.__version__}, "
@@ -371,6 +409,8 @@ def main(argv: list[str] | None = None) -> int:
         engine_overhead(args.engine, args.repeats, ranks_list, args.max_rows)
     if args.memory:
         memory_peaks(args.max_rows)
+    if args.symmetry:
+        symmetry_gain(ranks_list, args.repeats)
     if args.profile:
         status = profile(args.profile)
     print(f"\nreference loop again: {reference_loop_s():.2f} s")
