@@ -154,7 +154,8 @@ class SimResult:
     timeline : list of dict or None
         Events ``{rank, kind, start_us, end_us, peer, bytes, label}`` when asked for.
     events : int
-        Simulation events processed (0 for closed-form models).
+        Simulation events processed (0 for closed-form models; rank 0's alone when ``des`` simulated one
+        rank for all, see :mod:`collsim.sim.symmetry`).
     notes : list of str
         Remarks on the result (assumptions taken, caps hit).
     channels : int or None

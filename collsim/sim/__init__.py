@@ -15,6 +15,7 @@ Modules, one concept each:
 * :mod:`~collsim.sim.memory` - writes, polled words and when a poll is satisfied
 * :mod:`~collsim.sim.rank` - what each operation costs and waits for
 * :mod:`~collsim.sim.simulation` - one launch: environment, shared state, scale rule
+* :mod:`~collsim.sim.symmetry` - when every rank does what rank 0 does, and simulating rank 0 alone
 * :mod:`~collsim.sim.trace` - nodes, the critical path and the breakdown attribution rule
 * :mod:`~collsim.sim.channels` - the default channel count
 * :mod:`~collsim.sim.model` - the model function
