@@ -17,6 +17,7 @@ it sends. The count is capped by ``max_channels`` and the SM count.
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any
 
 from collsim.sim.costs import Costs
@@ -24,11 +25,30 @@ from collsim.sim.costs import Costs
 __all__ = ["default_channels"]
 
 
+#: topology -> {ranks: (least effective egress GB/s, least SM count, None if none has one)} of GPUs 0 .. ranks-1
+_GPU_FACTS: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+
+
+def _gpu_facts(topology: Any, ranks: int) -> tuple[float, int | None]:
+    try:
+        known = _GPU_FACTS[topology]
+    except KeyError:
+        known = _GPU_FACTS[topology] = {}
+    except TypeError:  # not weak-referenceable: no cache
+        known = {}
+    facts = known.get(ranks)
+    if facts is None:
+        egress = min(topology.gpu_egress_gbps(r, effective=True) for r in range(ranks))
+        counts = [int(n) for n in (topology.gpu_info(r).get("sm_count") for r in range(ranks)) if n]
+        facts = known[ranks] = (egress, min(counts) if counts else None)
+    return facts
+
+
 def default_channels(topology: Any, ranks: int, costs: Costs, size_bytes: int, per_cta_gbps: float) -> int:
     """The channel count for ``size_bytes`` per rank on GPUs ``0 .. ranks-1`` (see the module docstring)."""
     c = costs.nvlink
-    egress = min(topology.gpu_egress_gbps(r, effective=True) for r in range(ranks))
-    sms = min(int(topology.gpu_info(r).get("sm_count") or c.max_channels) for r in range(ranks))
+    egress, sm_count = _gpu_facts(topology, ranks)
+    sms = min(sm_count, int(c.max_channels)) if sm_count is not None else int(c.max_channels)
     saturate = max(1, math.ceil(egress / per_cta_gbps - 1e-9))
     by_size = max(1, math.ceil(size_bytes / c.min_bytes_per_channel))
     return max(1, min(saturate, by_size, int(c.max_channels), sms))

@@ -72,25 +72,55 @@ def program_for(protocol: Any, algorithm: str) -> tuple[Program, Lowered]:
 def per_cta_rate(program: Program, costs: Costs) -> float:
     """The per-CTA bandwidth of the slowest op kind that moves the program's data (all-thread loads, stores
     and atomics): what decides how many CTAs saturate the links."""
-    from collsim.ir.ops import Atomic, Load, Store
-    from collsim.ir.program import walk
-    from collsim.ir.types import Issuer
-
     c = costs.nvlink
-    rates = {c.cta_load_gbps if isinstance(op, Load) else c.cta_store_gbps
-             for op in walk(program.ops)
-             if isinstance(op, (Load, Store, Atomic)) and getattr(op, "issuer", Issuer.ALL) is Issuer.ALL}
+    loads, stores = _data_movers(program)
+    rates = ({c.cta_load_gbps} if loads else set()) | ({c.cta_store_gbps} if stores else set())
     return min(rates) if rates else c.cta_store_gbps
+
+
+#: id(program) -> (program, whether all threads load data, whether they store or apply atomics)
+_MOVERS: dict[int, tuple[Program, bool, bool]] = {}
+
+
+def _data_movers(program: Program) -> tuple[bool, bool]:
+    found = _MOVERS.get(id(program))
+    if found is None or found[0] is not program:
+        from collsim.ir.ops import Atomic, Load, Store
+        from collsim.ir.program import walk
+        from collsim.ir.types import Issuer
+
+        movers = [op for op in walk(program.ops)
+                  if isinstance(op, (Load, Store, Atomic)) and getattr(op, "issuer", Issuer.ALL) is Issuer.ALL]
+        found = _MOVERS[id(program)] = (program, any(isinstance(op, Load) for op in movers),
+                                        any(not isinstance(op, Load) for op in movers))
+    return found[1:]
 
 
 def generation_of(topology: Any, ranks: int) -> str:
     """The oldest GPU generation among GPUs ``0 .. ranks-1`` (NCCL indexes its tables the same way)."""
-    gens = {str(topology.generation(r)).lower() for r in range(ranks)}
+    gens = _generations(topology, ranks)
     unknown = sorted(gens - set(GENERATIONS))
     if unknown:
         raise InputError(f"the des model has no cost file for GPU generation {unknown[0]!r}", field="topology",
                          choices=GENERATIONS)
     return min(gens, key=GENERATIONS.index)
+
+
+#: topology -> {ranks: the generations of GPUs 0 .. ranks-1}
+_GENERATIONS: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+
+
+def _generations(topology: Any, ranks: int) -> frozenset:
+    try:
+        known = _GENERATIONS[topology]
+    except KeyError:
+        known = _GENERATIONS[topology] = {}
+    except TypeError:  # not weak-referenceable: no cache
+        known = {}
+    gens = known.get(ranks)
+    if gens is None:
+        gens = known[ranks] = frozenset(str(topology.generation(r)).lower() for r in range(ranks))
+    return gens
 
 
 @lru_cache(maxsize=256)
