@@ -163,3 +163,19 @@ def test_a_fold_that_meets_sharing_falls_back_to_the_full_simulation(monkeypatch
     folded = run_des(request, symmetric=True)
     assert attempts == [True, False]
     assert folded.breakdown == full.breakdown and folded.outcome.events == full.outcome.events
+
+
+def test_simultaneous_writes_that_do_not_commute_abandon_the_fold():
+    """Two writes visible at the same time on one polled line: adds commute, a set and an add do not (a full
+    simulation would keep whichever order its ranks ran in)."""
+    from collsim.sim.memory import Location, Write
+
+    counter = Location(("arrivals", 0, 0, 0), 0)
+    counter.add(Write(0, 1, 2.0, "add", 1, None))
+    counter.add(Write(0, 1, 2.0, "add", 1, None))
+    symmetry._check_commute(counter, 2.0)
+    counter.add(Write(1, 2, 2.0, "set", 0, None))  # other lines: no conflict
+    symmetry._check_commute(counter, 2.0)
+    counter.add(Write(0, 1, 2.0, "set", 0, None))
+    with pytest.raises(symmetry.SimultaneousWrites):
+        symmetry._check_commute(counter, 2.0)

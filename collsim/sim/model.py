@@ -24,7 +24,7 @@ from collsim.sim.costs import GENERATIONS, Costs, load_costs
 from collsim.sim.lower import Lowered, lower
 from collsim.sim.links import SharedPipeSaturated
 from collsim.sim.simulation import Outcome, Simulation, _route_facts, _route_table, buffer_inits
-from collsim.sim.symmetry import fold_of, rotation_of
+from collsim.sim.symmetry import SimultaneousWrites, fold_of, rotation_of
 from collsim.sim.trace import Step, breakdown_of, critical_path
 
 __all__ = ["DesRun", "run_des", "des_model", "program_for", "generation_of"]
@@ -227,7 +227,8 @@ def _run_des(request: SimRequest, symmetric: bool = False) -> DesRun:
     if fold is not None:
         try:
             outcome = Simulation(topo, n, items, inits, costs, channels, start, launch_us, fold=fold).run()
-        except (SharedPipeSaturated, CollsimError):  # order-dependent sharing, or a hang: the full run decides
+        except (SharedPipeSaturated, SimultaneousWrites, CollsimError):
+            # order-dependent sharing or writes, or a hang: the full simulation decides
             outcome = None
     if outcome is None:
         outcome = Simulation(topo, n, items, inits, costs, channels, start, launch_us,

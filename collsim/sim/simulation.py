@@ -137,7 +137,7 @@ class Simulation:
             self.ranks = [Rank(self, r, programs[r]) for r in range(ranks)]
         else:
             self._alias, self._watched = fold.rotation.alias, fold.watched
-            self.ranks = [FoldedRank(self, programs[0], fold.mirrors)]
+            self.ranks = [FoldedRank(self, programs[0], fold)]
 
     # ------------------------------------------------------------------ shared resources
 

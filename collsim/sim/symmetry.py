@@ -41,6 +41,7 @@ only the event count is rank 0's.
 from __future__ import annotations
 
 import weakref
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -49,7 +50,7 @@ from collsim.sim.lower import ATOMIC, LOAD, POLL, STORE, Block
 from collsim.sim.memory import Write
 from collsim.sim.rank import Rank
 
-__all__ = ["Rotation", "Fold", "rotation_of", "fold_of", "FoldedRank"]
+__all__ = ["Rotation", "Fold", "rotation_of", "fold_of", "FoldedRank", "SimultaneousWrites"]
 
 
 @dataclass(frozen=True)
@@ -65,12 +66,14 @@ class Rotation:
 class Fold:
     """Everything a one-rank simulation needs: the topology's rotation; for each of rank 0's writing
     operations, the ``(location key, first line)`` of every other rank's write at that position into a
-    location rank 0 polls; and the link representatives rank 0's transfers reach through two or more
-    links, which carry several ranks' transfers in the full simulation (:class:`WatchedPipe`)."""
+    location rank 0 polls; the link representatives rank 0's transfers reach through two or more links,
+    which carry several ranks' transfers in the full simulation (:class:`WatchedPipe`); and the keys of
+    the locations rank 0 polls."""
 
     rotation: Rotation
     mirrors: dict
     watched: frozenset
+    polled: frozenset
 
 
 #: topology -> {ranks: Rotation or None}
@@ -246,7 +249,7 @@ def fold_of(items: list[list[Any]], lowered: Any, rotation: Rotation, route_fact
             seen = [(flat[p].key, flat[p].ref[4]) for flat in flats[1:] if flat[p].key in polled]
             if seen:
                 mirrors[op] = seen
-    return Fold(rotation, mirrors, _watched(first, rotation, route_facts))
+    return Fold(rotation, mirrors, _watched(first, rotation, route_facts), frozenset(polled))
 
 
 def _memory_rotates(forward: dict) -> bool:
@@ -298,21 +301,50 @@ def _watched(ops: list[Any], rotation: Rotation, route_facts: Any) -> frozenset:
     return frozenset(rep for rep, links in reached.items() if len(links) > 1)
 
 
+class SimultaneousWrites(Exception):
+    """Writes that do not commute became visible at the same time on lines rank 0 polls: which one a poll
+    sees last depends on the order the simulation records them in. (One argument, the message, as SimPy
+    re-raises a process's exception as ``type(e)(*e.args)``.)"""
+
+
 class FoldedRank(Rank):
     """Rank 0 of a one-rank simulation: each write it makes is also made, at the same times, by every
-    other rank at the same position (the :attr:`Fold.mirrors` of that operation)."""
+    other rank at the same position (:attr:`Fold.mirrors`).
 
-    def __init__(self, sim: Any, items: list[Any], mirrors: dict) -> None:
+    Raises :class:`SimultaneousWrites` when a location rank 0 polls gets two writes that do not commute at
+    the same time: a full simulation records them in the order its ranks run, this one in another.
+    """
+
+    def __init__(self, sim: Any, items: list[Any], fold: Fold) -> None:
         super().__init__(sim, 0, items)
-        self.mirrors = mirrors
+        self.mirrors = fold.mirrors
+        self.polled = fold.polled
 
     def _issued(self, th: Any, tr: Any, land: tuple | None) -> None:
         super()._issued(th, tr, land)
         if land is None:
             return
+        location, _, lines, how, value = land
+        if location.key in self.polled:
+            _check_commute(location, tr.visible)
         others = self.mirrors.get(tr.label)
         if others:
-            _, _, lines, how, value = land
-            location = self.memory.location
+            at = self.memory.location
             for key, line in others:
-                location(key).add(Write(line, line + lines, tr.visible, how, value, tr))
+                location = at(key)
+                location.add(Write(line, line + lines, tr.visible, how, value, tr))
+                _check_commute(location, tr.visible)
+
+
+def _check_commute(location: Any, visible: float) -> None:
+    """Raise :class:`SimultaneousWrites` if writes visible at ``visible`` overlap and do not commute (two
+    adds, two maxima or two sets of the same value do)."""
+    visibles = location.visibles
+    first, last = bisect_left(visibles, visible), bisect_right(visibles, visible)
+    if last - first < 2:
+        return
+    group = location.writes[first:last]
+    for i, a in enumerate(group):
+        for b in group[i + 1:]:
+            if a.lo < b.hi and b.lo < a.hi and (a.how != b.how or (a.how == "set" and a.value != b.value)):
+                raise SimultaneousWrites(f"writes to {location.key} at {visible} us do not commute")
