@@ -19,11 +19,12 @@ Conditions, all checked (any that fails means the full simulation runs):
   shape (loops, lane counts, operations) and, position by position, the
   same symbolic operation with the same values (flags, predicates, byte
   counts, operands, registers), lines, and owner shifted by ``r``. And
-  memory rotates with the ranks: the map taking each location rank ``r``
+  memory rotates with the ranks: the map taking the range rank ``r``
   touches at a position to the one rank ``r + 1`` touches there is one
-  bijection of locations, each location's lines shifted by one constant.
-  So the writes a poll of rank ``r`` sees are the images of those rank 0's
-  poll sees.
+  bijection, which moves each location whole onto another with its lines
+  shifted by one offset, or, where a location's ranges never partly
+  overlap, range by range. So the writes a poll of rank ``r`` sees are the
+  images of those rank 0's poll sees.
 * **Costs**: every rank starts at once (``start_skew_us = 0``) and transfers
   are whole ranges (``transfer_pieces = 1``).
 
@@ -32,11 +33,15 @@ The one-rank simulation maps every link to one representative of its orbit
 over ``switch -> 0``), and records, for each of rank 0's writes, the same
 write by every other rank that lands where rank 0 polls, at rank 0's times.
 The order in which several ranks' transfers are placed on a shared link is
-the one thing it cannot reproduce; such links are :class:`WatchedPipe` and a
-simulation that brings one to full capacity is abandoned for the full one
-(:class:`~collsim.sim.links.SharedPipeSaturated`). Results are identical to
-the full simulation's (a test compares them configuration by configuration);
-only the event count is rank 0's.
+one thing it cannot reproduce; such links are
+:class:`~collsim.sim.links.WatchedPipe`, and a
+transfer held back there by others abandons the one-rank simulation for the
+full one (:class:`~collsim.sim.links.SharedPipeSaturated`). The order of
+writes that become visible at the same instant is the other; where rank 0
+polls, two such writes that do not commute abandon it too
+(:class:`SimultaneousWrites`). Results are identical to the full
+simulation's (a test compares them configuration by configuration); only
+the event count is rank 0's.
 """
 from __future__ import annotations
 
