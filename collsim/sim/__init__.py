@@ -18,6 +18,7 @@ Modules, one concept each:
 * :mod:`~collsim.sim.symmetry` - when every rank does what rank 0 does, and simulating rank 0 alone
 * :mod:`~collsim.sim.trace` - nodes, the critical path and the breakdown attribution rule
 * :mod:`~collsim.sim.channels` - the default channel count
+* :mod:`~collsim.sim.memo` - facts derived from a topology, computed once per topology
 * :mod:`~collsim.sim.model` - the model function
 
 >>> from collsim.models import simulate

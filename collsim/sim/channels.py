@@ -17,31 +17,25 @@ it sends. The count is capped by ``max_channels`` and the SM count.
 from __future__ import annotations
 
 import math
-import weakref
 from typing import Any
 
 from collsim.sim.costs import Costs
+from collsim.sim.memo import PerTopology
 
 __all__ = ["default_channels"]
 
 
-#: topology -> {ranks: (least effective egress GB/s, least SM count, None if none has one)} of GPUs 0 .. ranks-1
-_GPU_FACTS: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+#: topology -> {ranks: (least effective egress GB/s, least SM count or None if none has one)} of GPUs 0 .. ranks-1
+_GPU_FACTS = PerTopology()
 
 
 def _gpu_facts(topology: Any, ranks: int) -> tuple[float, int | None]:
-    try:
-        known = _GPU_FACTS[topology]
-    except KeyError:
-        known = _GPU_FACTS[topology] = {}
-    except TypeError:  # not weak-referenceable: no cache
-        known = {}
-    facts = known.get(ranks)
-    if facts is None:
+    def compute() -> tuple[float, int | None]:
         egress = min(topology.gpu_egress_gbps(r, effective=True) for r in range(ranks))
         counts = [int(n) for n in (topology.gpu_info(r).get("sm_count") for r in range(ranks)) if n]
-        facts = known[ranks] = (egress, min(counts) if counts else None)
-    return facts
+        return egress, min(counts) if counts else None
+
+    return _GPU_FACTS.get(topology, ranks, compute)
 
 
 def default_channels(topology: Any, ranks: int, costs: Costs, size_bytes: int, per_cta_gbps: float) -> int:

@@ -22,6 +22,7 @@ from collsim.models import SimRequest, SimResult
 from collsim.sim.channels import default_channels
 from collsim.sim.costs import GENERATIONS, Costs, load_costs
 from collsim.sim.lower import Lowered, lower
+from collsim.sim.memo import PerTopology
 from collsim.sim.links import SharedPipeSaturated
 from collsim.sim.simulation import Outcome, Simulation, _route_facts, _route_table, buffer_inits
 from collsim.sim.symmetry import SimultaneousWrites, fold_of, rotation_of
@@ -107,20 +108,12 @@ def generation_of(topology: Any, ranks: int) -> str:
 
 
 #: topology -> {ranks: the generations of GPUs 0 .. ranks-1}
-_GENERATIONS: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+_GENERATIONS = PerTopology()
 
 
 def _generations(topology: Any, ranks: int) -> frozenset:
-    try:
-        known = _GENERATIONS[topology]
-    except KeyError:
-        known = _GENERATIONS[topology] = {}
-    except TypeError:  # not weak-referenceable: no cache
-        known = {}
-    gens = known.get(ranks)
-    if gens is None:
-        gens = known[ranks] = frozenset(str(topology.generation(r)).lower() for r in range(ranks))
-    return gens
+    return _GENERATIONS.get(topology, ranks,
+                            lambda: frozenset(str(topology.generation(r)).lower() for r in range(ranks)))
 
 
 @lru_cache(maxsize=256)
@@ -138,20 +131,13 @@ def _freeze(costs: Any) -> tuple:
 
 
 #: topology -> {ranks: whether every route among GPUs 0 .. ranks-1 is NVLink only}
-_NVLINK_ONLY: "weakref.WeakKeyDictionary[Any, dict[int, bool]]" = weakref.WeakKeyDictionary()
+_NVLINK_ONLY = PerTopology()
 
 
 def _all_nvlink(topo: Any, n: int) -> bool:
     """Whether every route among GPUs ``0 .. n-1`` is NVLink only (cached: it is asked once per row)."""
-    try:
-        known = _NVLINK_ONLY[topo]
-    except KeyError:
-        known = _NVLINK_ONLY[topo] = {}
-    except TypeError:  # not weak-referenceable: no cache
-        known = {}
-    if n not in known:
-        known[n] = all(topo.route(a, b).nvlink_only for a in range(n) for b in range(n) if a != b)
-    return known[n]
+    return _NVLINK_ONLY.get(
+        topo, n, lambda: all(topo.route(a, b).nvlink_only for a in range(n) for b in range(n) if a != b))
 
 
 def _notes(request: SimRequest) -> list[str]:

@@ -18,7 +18,6 @@ count grows with ``P``.
 """
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
 
@@ -26,6 +25,7 @@ import simpy
 
 from collsim.sim.costs import Costs
 from collsim.sim.links import Pipe, Transfer, WatchedPipe, reserve
+from collsim.sim.memo import PerTopology
 from collsim.sim.memory import SENTINEL, Memory
 from collsim.sim.rank import Rank
 from collsim.sim.symmetry import FoldedRank
@@ -35,20 +35,12 @@ __all__ = ["RouteInfo", "Simulation", "Outcome"]
 
 
 #: topology -> {(src, dst): (((u, v), effective GB/s) per link, latency, nvlink_only)}; routes do not change
-_ROUTE_FACTS: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+_ROUTE_FACTS = PerTopology()
 
 
 def _route_table(topology: Any) -> dict:
     """This topology's route facts, ``{(src, dst): facts}``, filled as routes are asked for."""
-    try:
-        return _ROUTE_FACTS[topology]
-    except (KeyError, TypeError):
-        table: dict = {}
-        try:
-            _ROUTE_FACTS[topology] = table
-        except TypeError:  # not weak-referenceable: no cache
-            pass
-        return table
+    return _ROUTE_FACTS.table(topology)
 
 
 def _route_facts(topology: Any, table: dict, src: int, dst: int) -> tuple:

@@ -45,13 +45,13 @@ the event count is rank 0's.
 """
 from __future__ import annotations
 
-import weakref
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 from collsim.sim.lower import ATOMIC, LOAD, POLL, STORE, Block
+from collsim.sim.memo import PerTopology
 from collsim.sim.memory import Write
 from collsim.sim.rank import Rank
 
@@ -82,7 +82,7 @@ class Fold:
 
 
 #: topology -> {ranks: Rotation or None}
-_ROTATIONS: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+_ROTATIONS = PerTopology()
 
 
 def rotation_of(topology: Any, ranks: int, route_facts: Any) -> Rotation | None:
@@ -91,15 +91,7 @@ def rotation_of(topology: Any, ranks: int, route_facts: Any) -> Rotation | None:
     ``route_facts(src, dst)`` gives ``(links with capacities, latency, nvlink_only)`` of a route (the
     simulation's cached facts). Cached per topology and rank count.
     """
-    try:
-        known = _ROTATIONS[topology]
-    except KeyError:
-        known = _ROTATIONS[topology] = {}
-    except TypeError:  # not weak-referenceable: no cache
-        known = {}
-    if ranks not in known:
-        known[ranks] = _rotation(topology, ranks, route_facts)
-    return known[ranks]
+    return _ROTATIONS.get(topology, ranks, lambda: _rotation(topology, ranks, route_facts))
 
 
 def _rotation(topology: Any, n: int, route_facts: Any) -> Rotation | None:
