@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from collsim.models import SimRequest, resolve_protocol
 from collsim.sim import model as des
@@ -179,3 +181,28 @@ def test_simultaneous_writes_that_do_not_commute_abandon_the_fold():
     counter.add(Write(0, 1, 2.0, "set", 0, None))
     with pytest.raises(symmetry.SimultaneousWrites):
         symmetry._check_commute(counter, 2.0)
+
+
+COST_RANGES = {"cta_store_gbps": (5.0, 500.0), "cta_load_gbps": (5.0, 500.0), "poll_period_us": (0.01, 1.0),
+               "remote_write_us": (0.1, 2.0), "op_overhead_us": (0.0, 0.2), "hbm_efficiency": (0.3, 1.0),
+               "fence_sys_us": (0.1, 3.0), "sync_group_us": (0.0, 0.5)}
+
+
+@st.composite
+def _launches(draw):
+    topology = draw(st.sampled_from(["hgx-h100", "gb200-nvl72", "dgx-a100", "pcie-gen5"]))
+    protocol, algorithm = draw(st.sampled_from(CASES + [("examples/protocols/counter_barrier.py", "one-shot"),
+                                                        ("examples/protocols/simple_ra.py", "one-shot")]))
+    ranks = draw(st.integers(2, 8))
+    size = 4 * draw(st.integers(1, 1 << 23))
+    costs = {name: draw(st.floats(lo, hi)) for name, (lo, hi) in COST_RANGES.items() if draw(st.booleans())}
+    channels = draw(st.sampled_from([None, 1, 2, 4, 16]))
+    return _request(topology, ranks, protocol, algorithm, size, costs=costs, channels=channels)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_launches())
+def test_any_launch_gets_the_full_simulations_result(request):
+    """Whatever the topology, costs, channels and size: folded or not, the result is the full simulation's."""
+    full, folded = _both(request)
+    assert folded.breakdown == full.breakdown and folded.outcome.ends == full.outcome.ends
