@@ -145,7 +145,7 @@ def test_end_to_end_subprocess(write_scenario, tmp_path):
     """The installed entry point: a bad scenario exits 2 with one line, no traceback."""
     path = write_scenario(GOOD.replace("[ll, simple]", "[ll, lll]"))
     proc = subprocess.run(
-        [sys.executable, "-c", "from collsim.cli import main; main()", "run", str(path)],
+        [sys.executable, "-c", "import sys; from collsim.cli import console; sys.exit(console())", "run", str(path)],
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -158,3 +158,13 @@ def test_end_to_end_subprocess(write_scenario, tmp_path):
     ]
     assert proc.stdout == ""
     assert not (tmp_path / "reports").exists()
+
+
+def test_entry_point_succeeds_with_status_0(tmp_path):
+    """The installed entry point (collsim.cli:console) on a good command: its output and status 0."""
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys; from collsim.cli import console; sys.exit(console())", "topologies"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "hgx-h100" in proc.stdout and "gb200-nvl72" in proc.stdout
