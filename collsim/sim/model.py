@@ -21,9 +21,9 @@ from collsim.ir.program import Program
 from collsim.models import SimRequest, SimResult
 from collsim.sim.channels import default_channels
 from collsim.sim.costs import GENERATIONS, Costs, load_costs
+from collsim.sim.links import SharedPipeSaturated
 from collsim.sim.lower import Lowered, lower
 from collsim.sim.memo import PerTopology
-from collsim.sim.links import SharedPipeSaturated
 from collsim.sim.simulation import Outcome, Simulation, _route_facts, _route_table, buffer_inits
 from collsim.sim.symmetry import SimultaneousWrites, fold_of, rotation_of
 from collsim.sim.trace import Step, breakdown_of, critical_path
