@@ -206,3 +206,39 @@ def test_any_launch_gets_the_full_simulations_result(request):
     """Whatever the topology, costs, channels and size: folded or not, the result is the full simulation's."""
     full, folded = _both(request)
     assert folded.breakdown == full.breakdown and folded.outcome.ends == full.outcome.ends
+
+
+def test_explain_says_how_scenario_rows_simulate_the_launch():
+    """`collsim explain` simulates every rank (its steps name ranks) and says whether rows run one rank, and
+    if not, why: here a route that the rotation does not map onto another with the same bandwidth."""
+    import json
+
+    from typer.testing import CliRunner
+
+    import collsim.cli.explain_cmd  # noqa: F401  (registers the command)
+    from collsim.cli.app import app
+
+    folded = CliRunner().invoke(app, ["explain", "-t", "hgx-h100", "-n", "8", "-a", "ring", "-p", "ll"])
+    assert folded.exit_code == 0, folded.output
+    assert "Scenario rows: rank 0 simulated for all 8 ranks" in folded.output
+    full = CliRunner().invoke(app, ["explain", "-t", "dgx1-v100", "-n", "8", "-a", "one-shot", "-p", "ll", "--json"])
+    assert full.exit_code == 0, full.output
+    rows = json.loads(full.output)["rows"]
+    assert rows.startswith("every rank simulated: the route 0->1 (gpu0->gpu1 20 GB/s")
+    skewed = CliRunner().invoke(app, ["explain", "-n", "4", "--cost", "start_skew_us=1"])
+    assert "every rank simulated: ranks start at different times" in skewed.output
+
+
+def test_the_reason_names_the_operation_that_breaks_symmetry():
+    topo = load_topology("hgx-h100")
+    rotation = symmetry.rotation_of(topo, 4, _facts(topo))
+    lowered, items = _bound("ll", "one-shot", 4, 4096)
+    first = [o for o in _ops(items[2]) if o.ref is not None][0]
+    buffer, owner, slot, region, line, lines = first.ref
+    wrong_peer = _with_ref(items[2], 0, (buffer, (owner + 1) % 4, slot, region, line, lines))
+    reason = symmetry.fold_or_reason(items[:2] + [wrong_peer] + items[3:], lowered, rotation, _facts(topo))
+    assert reason == (f"rank 2's {first.name} is on rank {(owner + 1) % 4}'s memory, rank 0's on rank "
+                      f"{(owner - 2) % 4}'s: not the same peer shifted by 2")
+    wrong_lines = _with_ref(items[2], 0, (buffer, owner, slot, region, line + 1, lines))
+    reason = symmetry.fold_or_reason(items[:2] + [wrong_lines] + items[3:], lowered, rotation, _facts(topo))
+    assert reason.startswith("memory does not rotate with the ranks")

@@ -44,8 +44,9 @@ def _parse_costs(pairs: list[str]) -> dict[str, float]:
     return out
 
 
-def render_explanation(run: Any, max_steps: int = 40) -> list[str]:
-    """The lines ``collsim explain`` prints for a :class:`~collsim.sim.model.DesRun`."""
+def render_explanation(run: Any, max_steps: int = 40, rows_symmetry: str = "") -> list[str]:
+    """The lines ``collsim explain`` prints for a :class:`~collsim.sim.model.DesRun` (every rank simulated, so
+    its steps name real ranks), and ``rows_symmetry``: how scenario rows simulate the same launch."""
     from collsim.units import format_size
 
     req = run.request
@@ -84,6 +85,8 @@ def render_explanation(run: Any, max_steps: int = 40) -> list[str]:
         lines.append(f"  {total:9.3f} us  {key} ({count} interval{'s' if count != 1 else ''})")
     for note in run.notes:
         lines.append(f"note: {note}")
+    if rows_symmetry:
+        lines += ["", f"Scenario rows: {rows_symmetry}."]
     return lines
 
 
@@ -110,7 +113,7 @@ def explain(
 ) -> None:
     """Explain where the simulated time of one AllReduce goes (des model): breakdown and critical path."""
     from collsim.models import DTYPES, SimRequest, resolve_protocol, resolve_topology, simulate
-    from collsim.sim.model import run_des
+    from collsim.sim.model import run_des, symmetry_of
     from collsim.units import parse_size
 
     nbytes = parse_size(size)
@@ -120,15 +123,19 @@ def explain(
     # simulate() checks every input and raises the usual errors; then we rerun to keep the details.
     simulate(topology=topo, ranks=ranks, algorithm=algorithm, protocol=proto, size_bytes=nbytes, launch=launch,
              channels=channels, model="des", costs=costs)
-    run = run_des(SimRequest(topology=topo, ranks=ranks, algorithm=algorithm, protocol=proto, size_bytes=nbytes,
-                             launch=launch, channels=channels, elem_bytes=DTYPES["float32"], costs=costs))
+    request = SimRequest(topology=topo, ranks=ranks, algorithm=algorithm, protocol=proto, size_bytes=nbytes,
+                         launch=launch, channels=channels, elem_bytes=DTYPES["float32"], costs=costs)
+    run = run_des(request)
+    why_not = symmetry_of(request)
+    # rows simulate one rank when they can; confirm it runs through (a shared link can still call it off)
+    rows_symmetry = run_des(request, symmetric=True).symmetry if why_not is None else f"every rank simulated: {why_not}"
     if as_json:
         doc = {"latency_us": run.latency_us, "breakdown": run.breakdown, "channels": run.channels,
-               "slowest_rank": run.outcome.slowest, "events": run.outcome.events,
+               "slowest_rank": run.outcome.slowest, "events": run.outcome.events, "rows": rows_symmetry,
                "critical_path": [{"rank": s.rank, "kind": s.kind, "start_us": s.start_us, "end_us": s.end_us,
                                   "what": s.text} for s in run.steps]}
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return
     console = _console()
-    for line in render_explanation(run, max_steps=max_steps):
+    for line in render_explanation(run, max_steps=max_steps, rows_symmetry=rows_symmetry):
         console.print(line, soft_wrap=True)

@@ -25,10 +25,10 @@ from collsim.sim.links import SharedPipeSaturated
 from collsim.sim.lower import Lowered, lower
 from collsim.sim.memo import PerTopology
 from collsim.sim.simulation import Outcome, Simulation, _route_facts, _route_table, buffer_inits
-from collsim.sim.symmetry import SimultaneousWrites, fold_of, rotation_of
+from collsim.sim.symmetry import Fold, Rotation, SimultaneousWrites, fold_or_reason, rotation_or_reason
 from collsim.sim.trace import Step, breakdown_of, critical_path
 
-__all__ = ["DesRun", "run_des", "des_model", "program_for", "generation_of"]
+__all__ = ["DesRun", "run_des", "des_model", "program_for", "generation_of", "symmetry_of"]
 
 #: The launch index simulated: the first use of every slot, which costs what a steady-state launch does
 #: (see collsim.sim.memory).
@@ -46,6 +46,8 @@ class DesRun:
     steps: list[Step]
     breakdown: dict[str, float]
     notes: list[str]
+    #: how the launch was simulated: rank 0 alone for all ranks, or every rank and why (see collsim.sim.symmetry)
+    symmetry: str = "every rank simulated"
 
     @property
     def latency_us(self) -> float:
@@ -181,19 +183,34 @@ def run_des(request: SimRequest, symmetric: bool = False) -> DesRun:
         return _run_des(request, symmetric)
 
 
-def _fold(request: SimRequest, costs: Costs, lowered: Lowered, items: list[list[Any]]) -> Any:
-    """The rank-symmetry fold of this launch, or None when it cannot be simulated as one rank."""
+def _fold(request: SimRequest, costs: Costs, lowered: Lowered, items: list[list[Any]]) -> Fold | str:
+    """The rank-symmetry fold of this launch, or why it cannot be simulated as one rank."""
     c = costs.nvlink
-    if request.timeline or c.start_skew_us or c.transfer_pieces > 1 or costs.pcie.transfer_pieces > 1:
-        return None
+    if request.timeline:
+        return "a timeline shows every rank"
+    if c.start_skew_us:
+        return f"ranks start at different times (start_skew_us = {c.start_skew_us})"
+    if c.transfer_pieces > 1 or costs.pcie.transfer_pieces > 1:
+        return "transfers are issued in pieces (transfer_pieces > 1)"
     topo = request.topology
     table = _route_table(topo)
 
     def facts(src: int, dst: int) -> tuple:
         return _route_facts(topo, table, src, dst)
 
-    rotation = rotation_of(topo, request.ranks, facts)
-    return fold_of(items, lowered, rotation, facts) if rotation is not None else None
+    rotation = rotation_or_reason(topo, request.ranks, facts)
+    return fold_or_reason(items, lowered, rotation, facts) if isinstance(rotation, Rotation) else rotation
+
+
+def symmetry_of(request: SimRequest) -> str | None:
+    """None if scenario rows would simulate ``request`` as rank 0 alone (before running it), else why not."""
+    topo, n = request.topology, request.ranks
+    costs = _cached_costs(generation_of(topo, n), _freeze(request.costs))
+    program, lowered = program_for(request.protocol, request.algorithm)
+    items = [lowered.bind({"RANK": r, "NRANKS": n, "ITER": SIMULATED_ITER, "MSG": request.size_bytes}, reuse=True)
+             for r in range(n)]
+    fold = _fold(replace(request, timeline=False), costs, lowered, items)
+    return None if isinstance(fold, Fold) else fold
 
 
 def _run_des(request: SimRequest, symmetric: bool = False) -> DesRun:
@@ -209,18 +226,22 @@ def _run_des(request: SimRequest, symmetric: bool = False) -> DesRun:
              for r in range(n)]
     inits = buffer_inits(program)
     outcome = None
+    symmetry = "every rank simulated"
     fold = _fold(request, costs, lowered, items) if symmetric else None
-    if fold is not None:
+    if isinstance(fold, Fold):
         try:
             outcome = Simulation(topo, n, items, inits, costs, channels, start, launch_us, fold=fold).run()
-        except (SharedPipeSaturated, SimultaneousWrites, CollsimError):
+            symmetry = f"rank 0 simulated for all {n} ranks: each runs rank 0's program rotated by its rank"
+        except (SharedPipeSaturated, SimultaneousWrites, CollsimError) as err:
             # order-dependent sharing or writes, or a hang: the full simulation decides
-            outcome = None
+            symmetry = f"every rank simulated: one rank's simulation was abandoned ({err})"
+    elif fold is not None:
+        symmetry = f"every rank simulated: {fold}"
     if outcome is None:
         outcome = Simulation(topo, n, items, inits, costs, channels, start, launch_us,
                              record=request.timeline).run()
     steps = critical_path(outcome.finals[outcome.slowest])
-    return DesRun(request, costs, channels, outcome, steps, breakdown_of(steps), _notes(request))
+    return DesRun(request, costs, channels, outcome, steps, breakdown_of(steps), _notes(request), symmetry)
 
 
 def _timeline(run: DesRun) -> list[dict[str, Any]]:

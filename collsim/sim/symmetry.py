@@ -55,7 +55,8 @@ from collsim.sim.memo import PerTopology
 from collsim.sim.memory import Write
 from collsim.sim.rank import Rank
 
-__all__ = ["Rotation", "Fold", "rotation_of", "fold_of", "FoldedRank", "SimultaneousWrites"]
+__all__ = ["Rotation", "Fold", "rotation_of", "rotation_or_reason", "fold_of", "fold_or_reason", "FoldedRank",
+           "SimultaneousWrites"]
 
 
 @dataclass(frozen=True)
@@ -91,16 +92,23 @@ def rotation_of(topology: Any, ranks: int, route_facts: Any) -> Rotation | None:
     ``route_facts(src, dst)`` gives ``(links with capacities, latency, nvlink_only)`` of a route (the
     simulation's cached facts). Cached per topology and rank count.
     """
+    found = rotation_or_reason(topology, ranks, route_facts)
+    return found if isinstance(found, Rotation) else None
+
+
+def rotation_or_reason(topology: Any, ranks: int, route_facts: Any) -> Rotation | str:
+    """:func:`rotation_of`, or why the rotation is not a symmetry (a sentence)."""
     return _ROTATIONS.get(topology, ranks, lambda: _rotation(topology, ranks, route_facts))
 
 
-def _rotation(topology: Any, n: int, route_facts: Any) -> Rotation | None:
+def _rotation(topology: Any, n: int, route_facts: Any) -> Rotation | str:
     if n < 2:
-        return None
+        return "a single rank"
     gpus = [topology.gpu_node(r) for r in range(n)]
     info = topology.gpu_info(0)
-    if any(topology.gpu_info(r) != info for r in range(1, n)):
-        return None
+    for r in range(1, n):
+        if topology.gpu_info(r) != info:
+            return f"GPU {r} differs from GPU 0 ({topology.gpu_info(r)} against {info})"
     turn = {gpus[r]: gpus[(r + 1) % n] for r in range(n)}
 
     def image(link: tuple) -> tuple:
@@ -112,11 +120,12 @@ def _rotation(topology: Any, n: int, route_facts: Any) -> Rotation | None:
                 continue
             links, latency, nvlink_only = route_facts(a, b)
             other = route_facts((a + 1) % n, (b + 1) % n)
-            if other[1] != latency or other[2] != nvlink_only or len(other[0]) != len(links):
-                return None
-            for (link, gbps), (moved, moved_gbps) in zip(links, other[0]):
-                if image(link) != moved or gbps != moved_gbps:
-                    return None
+            same = other[1] == latency and other[2] == nvlink_only and len(other[0]) == len(links) and all(
+                image(link) == moved and gbps == moved_gbps
+                for (link, gbps), (moved, moved_gbps) in zip(links, other[0]))
+            if not same:
+                return (f"the route {a}->{b} ({_hops(links, latency)}) does not turn into {(a + 1) % n}->"
+                        f"{(b + 1) % n} ({_hops(other[0], other[1])}) when the ranks rotate by one")
     alias: dict = {}
     for a in range(n):
         for b in range(n):
@@ -132,11 +141,16 @@ def _rotation(topology: Any, n: int, route_facts: Any) -> Rotation | None:
                         break
                     orbit.append(nxt)
                 if len(orbit) != n:  # a link shared by all of an orbit's ranks at once: not one rank's share
-                    return None
+                    return (f"the link {link[0]}->{link[1]} is its own image after {len(orbit)} of {n} rotations: "
+                            "it carries several ranks' traffic at once")
                 representative = min(orbit, key=repr)
                 for member in orbit:
                     alias[member] = representative
     return Rotation(n, alias)
+
+
+def _hops(links: tuple, latency: float) -> str:
+    return " ".join(f"{u}->{v} {gbps:g} GB/s" for (u, v), gbps in links) + f", {latency:g} us"
 
 
 def _flatten(items: list[Any], out: list[Any]) -> list[Any]:
@@ -194,29 +208,37 @@ def fold_of(items: list[list[Any]], lowered: Any, rotation: Rotation, route_fact
     """The :class:`Fold` of the ranks' bound ``items`` (from ``lowered``, a
     :class:`~collsim.sim.lower.Lowered`) when they are rotations of rank 0's, else None (``route_facts`` as
     for :func:`rotation_of`)."""
+    found = fold_or_reason(items, lowered, rotation, route_facts)
+    return found if isinstance(found, Fold) else None
+
+
+def fold_or_reason(items: list[list[Any]], lowered: Any, rotation: Rotation, route_facts: Any) -> Fold | str:
+    """:func:`fold_of`, or why the programs are not rotations of rank 0's (a sentence naming an operation)."""
     n = rotation.ranks
     if len(items) != n:
-        return None
+        return f"{len(items)} programs for {n} ranks"
     flats = [_flat(rank_items) for rank_items in items]
     first = flats[0]
     size = len(first)
-    if any(len(flat) != size for flat in flats):
-        return None
+    for r, flat in enumerate(flats):
+        if len(flat) != size:
+            return f"rank {r} runs {len(flat)} operations and loops, rank 0 {size}"
     ops = [(p, op) for p, op in enumerate(first) if op.__class__ is not tuple]
     if lowered.rank_shaped:  # a loop count depends on the rank: the trees may differ
-        for flat in flats[1:]:
+        for r, flat in enumerate(flats[1:], 1):
             for a, b in zip(first, flat):
                 if a.__class__ is tuple or b.__class__ is tuple:
                     if b != a:
-                        return None
+                        return f"rank {r}'s loops differ in shape from rank 0's"
                 elif b.op is not a.op:
-                    return None
+                    return f"rank {r} runs {b.name} where rank 0 runs {a.name}"
     timed = lowered.rank_timed
     compared = [p for p, op in ops if id(op.op) in timed]
-    for flat in flats[1:]:
+    for r, flat in enumerate(flats[1:], 1):
         for p in compared:
             if not _same_timing(first[p], flat[p]):
-                return None
+                return (f"rank {r}'s {flat[p].name} writes, waits for or moves other values than rank 0's "
+                        f"{first[p].name}")
     referenced = [p for p, op in ops if op.ref is not None]
     refs = [[flat[p].ref for p in referenced] for flat in flats]
     owners = [ref[1] for ref in refs[0]]
@@ -225,20 +247,23 @@ def fold_of(items: list[list[Any]], lowered: Any, rotation: Rotation, route_fact
     # one rank r + 1 touches there (checked here range by range, then location by location).
     forward: dict = {}   # reference -> the reference of its image
     backward: dict = {}  # the inverse
-    for r in range(n):
-        for ref, image, owner, count in zip(refs[r], refs[(r + 1) % n], owners, lines):
+    for r in range(1, n):
+        for index, (ref, owner, count) in enumerate(zip(refs[r], owners, lines)):
             if (ref[1] - r - owner) % n or ref[5] != count:
-                return None
+                return _position_reason(flats, referenced, r, index)
+    for r in range(n):
+        for ref, image in zip(refs[r], refs[(r + 1) % n]):
             known = forward.get(ref)
             if known is None:
                 if image in backward:
-                    return None
+                    return _memory_reason(ref)
                 forward[ref] = image
                 backward[image] = ref
             elif known != image:
-                return None
-    if not _memory_rotates(forward):
-        return None
+                return _memory_reason(ref)
+    reason = _memory_rotates(forward)
+    if reason:
+        return reason
     polled = {op.key for _, op in ops if op.kind == POLL}
     mirrors: dict = {}
     for p, op in ops:
@@ -249,11 +274,24 @@ def fold_of(items: list[list[Any]], lowered: Any, rotation: Rotation, route_fact
     return Fold(rotation, mirrors, _watched(first, rotation, route_facts), frozenset(polled))
 
 
-def _memory_rotates(forward: dict) -> bool:
-    """Whether ``forward``, a bijection between the ranges ranks touch, is a rotation of memory: each location
-    maps whole onto one location, every range shifted by one offset, no two onto the same one; or, where a
-    location's ranges never partly overlap, range by range (blocks permuted, as when a rank's chunk index
-    wraps around) onto locations whose ranges never partly overlap either."""
+def _position_reason(flats: list, referenced: list, r: int, index: int) -> str:
+    a, b = flats[0][referenced[index]], flats[r][referenced[index]]
+    if b.ref[5] != a.ref[5]:
+        return f"rank {r}'s {b.name} touches {b.ref[5]} lines, rank 0's {a.ref[5]}"
+    return (f"rank {r}'s {b.name} is on rank {b.ref[1]}'s memory, rank 0's on rank {a.ref[1]}'s: not the same "
+            f"peer shifted by {r}")
+
+
+def _memory_reason(ref: tuple) -> str:
+    return (f"memory does not rotate with the ranks: lines {ref[4]}..{ref[4] + ref[5] - 1} of {ref[0]} on rank "
+            f"{ref[1]} (slot {ref[2]}, region {ref[3]}) are not where the next rank's rotation puts them")
+
+
+def _memory_rotates(forward: dict) -> str | None:
+    """None if ``forward``, a bijection between the ranges ranks touch, is a rotation of memory, else why not:
+    each location maps whole onto one location, every range shifted by one offset, no two onto the same
+    one; or, where a location's ranges never partly overlap, range by range (blocks permuted, as when a
+    rank's chunk index wraps around) onto locations whose ranges never partly overlap either."""
     whole: dict = {}   # key -> (image key, shift)
     permuted = set()   # keys whose ranges do not all shift alike
     for ref, image in forward.items():
@@ -264,9 +302,9 @@ def _memory_rotates(forward: dict) -> bool:
     onto: dict = {}  # image key -> the key shifted onto it whole
     for key, (image_key, _) in whole.items():
         if key not in permuted and onto.setdefault(image_key, key) != key:
-            return False
+            return f"memory does not rotate with the ranks: {_where(key)} and {_where(onto[image_key])} map onto one"
     if not permuted:
-        return True
+        return None
     spans: dict = {}  # key -> the (first line, lines) touched there, for the permuted keys and their images
     images = set()
     for ref, image in forward.items():
@@ -276,8 +314,17 @@ def _memory_rotates(forward: dict) -> bool:
     for ref in forward:  # an image location's own ranges: what is touched there
         if ref[:4] in images and ref[:4] not in permuted:
             spans.setdefault(ref[:4], set()).add(ref[4:])
-    return all(key not in onto and _disjoint(spans[key]) for key in images) and all(
-        _disjoint(spans[key]) for key in permuted)
+    for key in sorted(permuted | images, key=repr):
+        if key in images and key in onto:
+            return f"memory does not rotate with the ranks: {_where(key)} gets both whole and permuted ranges"
+        if not _disjoint(spans[key]):
+            return (f"memory does not rotate with the ranks: {_where(key)} has ranges that partly overlap and do "
+                    "not all move alike")
+    return None
+
+
+def _where(key: tuple) -> str:
+    return f"{key[0]} on rank {key[1]} (slot {key[2]}, region {key[3]})"
 
 
 def _watched(ops: list[Any], rotation: Rotation, route_facts: Any) -> frozenset:
