@@ -242,3 +242,33 @@ def test_the_reason_names_the_operation_that_breaks_symmetry():
     wrong_lines = _with_ref(items[2], 0, (buffer, owner, slot, region, line + 1, lines))
     reason = symmetry.fold_or_reason(items[:2] + [wrong_lines] + items[3:], lowered, rotation, _facts(topo))
     assert reason.startswith("memory does not rotate with the ranks")
+
+
+def test_a_loop_whose_length_depends_on_the_rank_is_not_folded():
+    """Rank 1 runs its loop twice, rank 0 once: the shapes differ, so no rank stands for the others."""
+    from collsim.ir import Buffer, KernelBoundary, ProgramBuilder, Ref, Scope, Sem, Store, counter_layout
+    from collsim.ir.expr import RANK
+    from collsim.ir.program import Program
+    from collsim.sim.lower import lower
+
+    b = ProgramBuilder()
+    with b.loop("k", RANK + 1):
+        b.emit(Store(Ref("flags", RANK), None, Sem.RELEASE, Scope.SYS, flag=1, label="mark"))
+    b.emit(KernelBoundary())
+    lowered = lower(Program("uneven", "one-shot", b.ops, (Buffer("flags", counter_layout(), 1, 1, 1),)))
+    assert lowered.rank_shaped
+    items = [lowered.bind({"RANK": r, "NRANKS": 2, "ITER": 0, "MSG": 8}) for r in range(2)]
+    topo = load_topology("hgx-h100")
+    reason = symmetry.fold_or_reason(items, lowered, symmetry.rotation_of(topo, 2, _facts(topo)), _facts(topo))
+    assert reason == "rank 1 runs 4 operations and loops, rank 0 3"
+    # as many operations in all, split differently between two loops
+    b = ProgramBuilder()
+    with b.loop("k", RANK + 1):
+        b.emit(Store(Ref("flags", RANK), None, Sem.RELEASE, Scope.SYS, flag=1, label="mark"))
+    with b.loop("j", 2 - RANK):
+        b.emit(Store(Ref("flags", RANK), None, Sem.RELEASE, Scope.SYS, flag=2, label="again"))
+    b.emit(KernelBoundary())
+    lowered = lower(Program("split", "one-shot", b.ops, (Buffer("flags", counter_layout(), 1, 1, 1),)))
+    items = [lowered.bind({"RANK": r, "NRANKS": 2, "ITER": 0, "MSG": 8}) for r in range(2)]
+    reason = symmetry.fold_or_reason(items, lowered, symmetry.rotation_of(topo, 2, _facts(topo)), _facts(topo))
+    assert reason == "rank 1's loops differ in shape from rank 0's"
