@@ -212,6 +212,8 @@ class Lowered:
         self.rank_shaped = False
         #: the symbolic ops (by id) whose flag, predicate, byte count or operand depends on the rank
         self.rank_timed: set[int] = set()
+        #: whether all of a CTA's threads load data from, or store (or apply atomics) to, symmetric memory
+        self.loads_data = self.stores_data = False
         self._tree = self._compile(program.ops)
         # per thread: (NRANKS/ITER key, {rank: (items, size-dependent updates)}), so threads never share items
         self._reuse: dict[int, tuple[tuple, dict[int, tuple[list[Any], list[tuple]]]]] = {}
@@ -230,6 +232,11 @@ class Lowered:
                 count = eval(f"lambda e: {source}")  # noqa: S307 - IR expression source
                 out.append(("loop", op.var, count, body, lanes, op.label, _contains(op.body, (PollUntil,))))
             else:
+                if isinstance(op, (Load, Store, Atomic)) and getattr(op, "issuer", Issuer.ALL) is Issuer.ALL:
+                    if isinstance(op, Load):
+                        self.loads_data = True
+                    else:
+                        self.stores_data = True
                 bind, rebind, timed_by_rank = _binder(op, self.program)
                 if timed_by_rank:
                     self.rank_timed.add(id(op))

@@ -72,31 +72,13 @@ def program_for(protocol: Any, algorithm: str) -> tuple[Program, Lowered]:
     return found
 
 
-def per_cta_rate(program: Program, costs: Costs) -> float:
+def per_cta_rate(lowered: Lowered, costs: Costs) -> float:
     """The per-CTA bandwidth of the slowest op kind that moves the program's data (all-thread loads, stores
     and atomics): what decides how many CTAs saturate the links."""
     c = costs.nvlink
-    loads, stores = _data_movers(program)
-    rates = ({c.cta_load_gbps} if loads else set()) | ({c.cta_store_gbps} if stores else set())
-    return min(rates) if rates else c.cta_store_gbps
-
-
-#: id(program) -> (program, whether all threads load data, whether they store or apply atomics)
-_MOVERS: dict[int, tuple[Program, bool, bool]] = {}
-
-
-def _data_movers(program: Program) -> tuple[bool, bool]:
-    found = _MOVERS.get(id(program))
-    if found is None or found[0] is not program:
-        from collsim.ir.ops import Atomic, Load, Store
-        from collsim.ir.program import walk
-        from collsim.ir.types import Issuer
-
-        movers = [op for op in walk(program.ops)
-                  if isinstance(op, (Load, Store, Atomic)) and getattr(op, "issuer", Issuer.ALL) is Issuer.ALL]
-        found = _MOVERS[id(program)] = (program, any(isinstance(op, Load) for op in movers),
-                                        any(not isinstance(op, Load) for op in movers))
-    return found[1:]
+    if lowered.loads_data:
+        return min(c.cta_load_gbps, c.cta_store_gbps) if lowered.stores_data else c.cta_load_gbps
+    return c.cta_store_gbps
 
 
 def generation_of(topology: Any, ranks: int) -> str:
@@ -218,7 +200,7 @@ def _run_des(request: SimRequest, symmetric: bool = False) -> DesRun:
     costs = _cached_costs(generation_of(topo, n), _freeze(request.costs))
     program, lowered = program_for(request.protocol, request.algorithm)
     channels = request.channels or default_channels(topo, n, costs, request.size_bytes,
-                                                    per_cta_rate(program, costs))
+                                                    per_cta_rate(lowered, costs))
     c = costs.nvlink
     launch_us = c.launch_overhead_us if request.launch == "eager" else 0.0
     start = launch_us + c.kernel_start_us
