@@ -52,7 +52,7 @@ from __future__ import annotations
 import os
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -201,8 +201,9 @@ def _progress_callback(progress: Any, total: int) -> tuple[Callable[[TaskOutcome
         return (lambda outcome: None), (lambda: None)
     if callable(progress):
         return progress, (lambda: None)
-    shown = progress_bar(total, progress if isinstance(progress, str) else "tasks")
-    return shown.__enter__(), (lambda: shown.__exit__(None, None, None))
+    stack = ExitStack()
+    advance = stack.enter_context(progress_bar(total, progress if isinstance(progress, str) else "tasks"))
+    return advance, stack.close
 
 
 class Executor:
