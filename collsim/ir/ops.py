@@ -43,6 +43,7 @@ __all__ = [
     "SyncGroup",
     "KernelBoundary",
     "Loop",
+    "OP_TYPES",
     "bind",
 ]
 
@@ -319,6 +320,13 @@ class Loop(Op):
 
     def children(self) -> tuple[Op, ...]:
         return self.body
+
+
+#: Every operation class, in the order consumers list them. A consumer walks operations through a
+#: :class:`collsim.ir.visit.OpVisitor`, which must have a rule for each of these: a new operation is
+#: added here and then fails at import in every consumer that does not handle it yet.
+OP_TYPES: tuple[type[Op], ...] = (Store, Load, PollUntil, Fence, Atomic, Reduce, WriteOutput, SyncGroup,
+                                  KernelBoundary, Loop)
 
 
 def _bind_value(value: Any, env: Mapping[str, int]) -> Any:
