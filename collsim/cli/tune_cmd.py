@@ -15,7 +15,7 @@ __all__ = ["tune"]
 _TABLE_SUFFIXES = (".json", ".md")
 
 
-def _check_output(path: Path, flag: str, *, parent_may_be_made: bool = False) -> None:
+def _check_output(path: Path, flag: str | None, *, parent_may_be_made: bool = False) -> None:
     """Refuse, before any work, an output path that cannot be written."""
     from collsim.errors import InputError
 
@@ -34,6 +34,51 @@ def _check_output(path: Path, flag: str, *, parent_may_be_made: bool = False) ->
         raise InputError(f"directory {parent} is not writable", file=str(path), field=flag)
 
 
+def _run_scenario(path: Path, *, model: str | None, launch: str | None, nodes: int, progress: bool,
+                  need_nccl: bool) -> tuple[Any, Any]:
+    """Run a scenario as ``collsim run`` does (results written, report left for later); its timings."""
+    from collsim import run_scenario
+    from collsim.errors import CollsimError, InputError
+    from collsim.models import get_model
+    from collsim.scenario import load_scenario
+    from collsim.tune.nccl import check_nccl_runnable
+    from collsim.tune.source import simulated_timings
+
+    if model is not None:
+        get_model(model)  # an unknown --model before the file is read
+    scenario = load_scenario(path, model=model)
+    if scenario.sweep:
+        raise InputError("a scenario with a sweep writes one result set per point: tune one point's results.csv "
+                         f"({scenario.output}/POINT/results.csv)", file=str(path), field="sweep")
+    if need_nccl:
+        check_nccl_runnable([(a, p) for a in scenario.algorithms for p in scenario.protocols], str(path))
+    df = run_scenario(scenario, model=model, progress=progress, report=False)
+    out_dir = Path(df.attrs["out_dir"])
+    if df.attrs.get("failed"):
+        raise CollsimError(f"{len(df.attrs['failed'])} configurations failed (listed under 'failed' in "
+                           f"{out_dir / 'results.json'}): a tuning decision would miss them; fix them and run again")
+    return simulated_timings(out_dir / "results.json", launch=launch, nodes=nodes, source=str(path)), scenario
+
+
+def _simulated(path: Path, *, model: str | None, launch: str | None, nodes: int, progress: bool,
+               need_nccl: bool = False) -> Any:
+    """Simulated timings from a scenario (run here) or a results file."""
+    from collsim.tune.source import SCENARIO_SUFFIXES, simulated_timings
+
+    if path.suffix.lower() in SCENARIO_SUFFIXES:
+        return _run_scenario(path, model=model, launch=launch, nodes=nodes, progress=progress, need_nccl=need_nccl)[0]
+    return simulated_timings(path, model=model, launch=launch, nodes=nodes)
+
+
+def _write_report(sim: Any, tolerance_pct: float) -> Path:
+    """report.html beside a scenario's results, as ``collsim run`` writes it, with this tie tolerance."""
+    from collsim.report import write_report
+    from collsim.report.timelines import timelines_for
+
+    timelines = timelines_for(sim.frame, sim.meta) if sim.timings.model == "des" else None
+    return write_report(sim.frame, sim.meta, sim.out_dir / "report.html", timeline=timelines, tolerance_pct=tolerance_pct)
+
+
 def _say(lines: list[str], err: bool = False) -> None:
     for line in lines:
         typer.echo(line, err=err)
@@ -43,7 +88,7 @@ def _config_summary(config: Any) -> list[str]:
     rows = [("nNodes", "nRanks", "bytes", "", "NCCL choice", "channels", "slower than fastest")]
     for r in config.rows:
         rows.append((str(r.nodes), str(r.ranks), f"{r.min_bytes} ..", str(r.max_bytes), f"{r.algorithm}/{r.protocol}",
-                     str(r.channels), "-" if r.excess_pct <= 0 else f"<= {r.excess_pct:.2f}%"))
+                     str(r.channels), "-" if r.excess_pct <= 0 else f"<= {max(r.excess_pct, 0.01):.2f}%"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     out = []
     for row in rows:
@@ -110,18 +155,18 @@ def tune(
     from collsim.errors import InputError
     from collsim.tune import build_config, build_table, check_tolerance, compare
     from collsim.tune.files import default_names, write_files
-    from collsim.tune.source import measured_timings, simulated_timings
+    from collsim.tune.source import SCENARIO_SUFFIXES, measured_timings
 
     tol = check_tolerance(tolerance)
     if (source is None) == (measured is None):
         raise InputError("give a scenario or results file, or --measured FILE (one of them; --against compares with the other)",
                          field="SOURCE")
     if nodes < 1 and nodes != -1:
-        raise InputError(f"--nodes must be a positive count or -1 (any), not {nodes}", field="--nodes")
+        raise InputError(f"must be a positive node count or -1 (any), not {nodes}", field="--nodes")
     if channels is not None and channels < 1 and channels != -1:
-        raise InputError(f"--channels must be a positive count or -1 (NCCL's choice), not {channels}", field="--channels")
+        raise InputError(f"must be a positive channel count or -1 (NCCL's choice), not {channels}", field="--channels")
     if measured is not None and model is not None and against is None:
-        raise InputError("--model runs a scenario; measurements have no model", field="--model")
+        raise InputError("a model runs a scenario; measurements have none (use --against SCENARIO to compare)", field="--model")
     if table is not None and table.suffix.lower() not in _TABLE_SUFFIXES:
         raise InputError(f"unknown decision-table format {table.suffix or '(no suffix)'!r}", file=str(table),
                          field="--table", choices=_TABLE_SUFFIXES)
@@ -134,15 +179,21 @@ def tune(
     progress = not quiet
 
     notes: list[str] = []
+    meas_t = None
+    if against is not None and measured is None:  # read the measurements before a scenario runs
+        meas_t, warns = measured_timings(against, launch=launch, nodes=nodes, field="--against")
+        notes += warns + list(meas_t.notes)
     sim = None
+    ran = False
     if measured is not None:
         timings, warns = measured_timings(measured, launch=launch, nodes=nodes)
         notes += warns
         out_dir, prefix = measured.parent, f"{measured.stem}."
         several = False
     else:
-        sim = simulated_timings(source, model=model, launch=launch, nodes=nodes, progress=progress,  # type: ignore[arg-type]
-                                need_nccl=want_config)
+        sim = _simulated(source, model=model, launch=launch, nodes=nodes, progress=progress,  # type: ignore[arg-type]
+                         need_nccl=want_config)
+        ran = source.suffix.lower() in SCENARIO_SUFFIXES  # type: ignore[union-attr]
         timings = sim.timings
         out_dir, prefix = sim.out_dir, ""
         several = len(set(sim.frame["launch"])) > 1
@@ -156,17 +207,15 @@ def tune(
             outputs["json" if table.suffix.lower() == ".json" else "markdown"] = table
     else:
         outputs = {key: out_dir / name for key, name in names.items()}
-        for key, path in outputs.items():
-            _check_output(path, "SOURCE" if measured is None else "--measured")
+        for path in outputs.values():
+            _check_output(path, None)
 
     comparison = None
     if against is not None:
         if measured is not None:
-            other = simulated_timings(against, model=model, launch=launch, nodes=nodes, progress=progress)
+            other = _simulated(against, model=model, launch=launch, nodes=nodes, progress=progress)
             sim_t, meas_t = other.timings, timings
         else:
-            meas_t, warns = measured_timings(against, launch=launch, nodes=nodes, field="--against")
-            notes += warns + list(meas_t.notes)
             sim_t = timings
         comparison = compare(sim_t, meas_t, tol)
 
@@ -182,11 +231,8 @@ def tune(
             files[outputs["json"]] = decision.to_json()
     written = write_files(files)
 
-    if sim is not None and sim.scenario is not None:
-        from collsim.tune.source import write_scenario_report
-
-        report = write_scenario_report(sim, tol)
-        written.append(report)
+    if ran:
+        written.append(_write_report(sim, tol))
     _say([f"note: {n}" for n in notes], err=True)
     if not quiet:
         what = f"{timings.kind} on {timings.topology or 'an unnamed machine'}, model {timings.model}"

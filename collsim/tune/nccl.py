@@ -49,6 +49,7 @@ __all__ = [
     "NCCL_EQUIVALENTS",
     "nccl_choice",
     "missing_nccl_message",
+    "check_nccl_runnable",
     "ConfigRow",
     "TunerConfig",
     "build_config",
@@ -164,6 +165,13 @@ def missing_nccl_message(choices: Iterable[Choice], kind: str) -> str:
                 f"collsim models); these results hold {holds} (add them to the scenario, or write only --table)")
     return (f"no NCCL-runnable measurements: an NCCL tuner config needs rows whose algorithm is one of "
             f"{', '.join(ALGORITHMS)} and protocol one of {', '.join(PROTOCOLS)}; these hold {holds}")
+
+
+def check_nccl_runnable(choices: Iterable[Choice], source: str) -> None:
+    """Refuse simulated ``choices`` (a scenario's, before it runs) none of which NCCL can run."""
+    choices = list(choices)
+    if not any(c in NCCL_EQUIVALENTS for c in choices):
+        raise InputError(missing_nccl_message(choices, "simulated"), file=source)
 
 
 def _header(timings: Timings, tolerance_pct: float, channels: int, given: bool, considered: list[Choice],

@@ -1,10 +1,12 @@
-"""Where tuning inputs come from: a scenario run, a results file, or measurements.
+"""Where tuning inputs come from: a results file, or measurements.
 
-The one module of :mod:`collsim.tune` that reads files and runs scenarios;
-everything else takes :class:`~collsim.tune.timings.Timings`. Results are
-read with the results loader (``load_results``: the frame of results.csv or
-results.json and its metadata) and the results column list, and nothing
-else of the results module.
+The one module of :mod:`collsim.tune` that reads files; everything else
+takes :class:`~collsim.tune.timings.Timings`. Results are read with the
+results loader (``load_results``: the frame of results.csv or results.json
+and its metadata, :func:`read_results`) and the results column list, and
+nothing else of the results module; measurements with
+:func:`collsim.calibrate.ingest.parse_log`. Running a scenario is the
+caller's (``collsim tune`` runs it, then reads its results.json here).
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from collsim.errors import CollsimError, InputError
+from collsim.errors import InputError
 from collsim.tune.timings import Timings, from_measurements, from_results
 
 __all__ = [
@@ -25,8 +27,6 @@ __all__ = [
     "read_results",
     "simulated_timings",
     "measured_timings",
-    "check_nccl_runnable",
-    "write_scenario_report",
 ]
 
 SCENARIO_SUFFIXES = (".yaml", ".yml")
@@ -54,22 +54,12 @@ def _looks_like_results(path: Path) -> bool:
 
 @dataclass
 class Simulated:
-    """Simulated timings, with the results they came from and the scenario that was run (if one was)."""
+    """Simulated timings, with the results they came from and the directory those are in."""
 
     timings: Timings
     frame: pd.DataFrame
     meta: dict[str, Any]
     out_dir: Path
-    scenario: Any = None
-
-
-def check_nccl_runnable(scenario: Any) -> None:
-    """Refuse, before it runs, a scenario none of whose combinations NCCL can run."""
-    from collsim.tune.nccl import NCCL_EQUIVALENTS, missing_nccl_message
-
-    pairs = [(a, p) for a in scenario.algorithms for p in scenario.protocols]
-    if not set(pairs) & set(NCCL_EQUIVALENTS):
-        raise InputError(missing_nccl_message(pairs, "simulated"), file=str(scenario.source or scenario.name))
 
 
 def simulated_timings(
@@ -78,42 +68,14 @@ def simulated_timings(
     model: str | None = None,
     launch: str | None = None,
     nodes: int = 1,
-    progress: bool = False,
-    need_nccl: bool = False,
+    source: str | None = None,
 ) -> Simulated:
-    """Run a scenario YAML (writing its results like ``collsim run``, without the report) or read a results file.
+    """The timings of a results.csv or results.json.
 
-    ``model`` runs the scenario with another model; for a results file it
-    must be the file's. ``need_nccl`` refuses a scenario without
-    NCCL-runnable combinations before it runs.
+    ``model``, when given, must be the model of the file's rows. ``source``
+    names the timings in notes and errors (default: the file).
     """
     p = Path(path)
-    if p.suffix.lower() in SCENARIO_SUFFIXES:
-        from collsim import run_scenario
-        from collsim.models import get_model
-        from collsim.scenario import load_scenario
-
-        if model is not None:
-            get_model(model)  # an unknown --model before the file is read
-        scenario = load_scenario(p, model=model)
-        if scenario.sweep:
-            raise InputError(
-                "a scenario with a sweep writes one result set per point: tune one point's results.csv "
-                f"({scenario.output}/POINT/results.csv)", file=str(p), field="sweep",
-            )
-        if need_nccl:
-            check_nccl_runnable(scenario)
-        df = run_scenario(scenario, model=model, progress=progress, report=False)
-        failed = df.attrs.get("failed") or []
-        out_dir = Path(df.attrs["out_dir"])
-        if failed:
-            raise CollsimError(
-                f"{len(failed)} configurations failed (listed under 'failed' in {out_dir / 'results.json'}): "
-                "a tuning decision would miss them; fix them and run again"
-            )
-        frame, meta = read_results(out_dir / "results.json")
-        timings = from_results(frame, meta, launch=launch, nodes=nodes, source=str(p))
-        return Simulated(timings, frame, meta, out_dir, scenario)
     if p.suffix.lower() not in RESULTS_SUFFIXES:
         raise InputError(
             f"not a scenario or results file ({p.suffix or 'no suffix'})", file=str(p),
@@ -130,7 +92,8 @@ def simulated_timings(
                 f"{p} holds results of model {', '.join(held)}, not {name}: run the scenario with --model {name}",
                 field="--model",
             )
-    return Simulated(from_results(frame, meta, launch=launch, nodes=nodes), frame, meta, p.parent)
+    timings = from_results(frame, meta, launch=launch, nodes=nodes, source=source)
+    return Simulated(timings, frame, meta, p.parent)
 
 
 def measured_timings(
@@ -148,11 +111,3 @@ def measured_timings(
         log = parse_log(p)
     return from_measurements(log.rows, str(p), launch=launch, nodes=nodes), list(log.warnings)
 
-
-def write_scenario_report(sim: Simulated, tolerance_pct: float) -> Path:
-    """Write report.html beside a scenario's results, as ``collsim run`` does, with ``tolerance_pct`` for ties."""
-    from collsim.report import write_report
-    from collsim.report.timelines import timelines_for
-
-    timelines = timelines_for(sim.frame, sim.meta) if sim.timings.model == "des" else None
-    return write_report(sim.frame, sim.meta, sim.out_dir / "report.html", timeline=timelines, tolerance_pct=tolerance_pct)
