@@ -218,6 +218,7 @@ def tune(
         else:
             sim_t = timings
         comparison = compare(sim_t, meas_t, tol)
+        notes += comparison.notes
 
     config = build_config(timings, tol, channels) if "config" in outputs else None
     decision = build_table(timings, tol) if {"json", "markdown"} & set(outputs) else None

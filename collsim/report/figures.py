@@ -35,6 +35,7 @@ __all__ = [
     "latency_vs_size",
     "latency_vs_ranks",
     "winner_map",
+    "TIE_COLOR",
     "breakdown",
     "timeline_gantt",
     "busbw_vs_size",

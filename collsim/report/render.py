@@ -19,7 +19,6 @@ import pandas as pd
 
 from collsim.atomicfile import atomic_write_text
 from collsim.report import figures as F
-from collsim.tune import DEFAULT_TOLERANCE_PCT
 from collsim.report.data import (
     FLOAT_COLUMNS,
     INT_COLUMNS,
@@ -29,6 +28,7 @@ from collsim.report.data import (
     normalize_timelines,
     normalize_verification,
 )
+from collsim.tune import DEFAULT_TOLERANCE_PCT
 
 __all__ = ["FIGURE_IDS", "build_report", "write_report"]
 

@@ -10,7 +10,7 @@ tolerance on the real machine. ``penalty_pct`` says how much more.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from collsim.errors import InputError
 from collsim.tune.nccl import nccl_choice
@@ -41,11 +41,12 @@ class Disagreement:
 
 @dataclass
 class Comparison:
-    """The points compared and the disagreements among them."""
+    """The points compared, the disagreements among them, and what to know when reading them."""
 
     compared: int
     disagreements: list[Disagreement]
     tolerance_pct: float
+    notes: list[str] = field(default_factory=list)
 
 
 def _common_words(timings: Timings) -> dict[tuple[int, int, int], dict[Choice, float]]:
@@ -94,4 +95,9 @@ def compare(simulated: Timings, measured: Timings, tolerance_pct: float = DEFAUL
             f"(simulated {simulated.source}: {span(simulated)}; measured {measured.source}: {span(measured)})",
             field="--against",
         )
-    return Comparison(compared, found, tolerance_pct)
+    notes = []
+    if simulated.topology and measured.topology and simulated.topology != measured.topology:
+        notes.append(f"the simulation is of {simulated.topology}, the measurements of {measured.topology}")
+    if simulated.launch and measured.launch and simulated.launch != measured.launch:
+        notes.append(f"the simulation is of {simulated.launch} launches, the measurements of {measured.launch} launches")
+    return Comparison(compared, found, tolerance_pct, notes)

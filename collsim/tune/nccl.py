@@ -283,4 +283,5 @@ def build_config(
                                   tuple(sizes[i] for i in inside), round(excess, 6), span.rule, collective))
     if not rows:
         raise InputError(missing_nccl_message(timings.choices(), timings.kind), file=timings.source)
-    return TunerConfig(rows, _header(timings, tolerance_pct, ch, channels is not None, sorted(considered), uncovered), uncovered, tolerance_pct)
+    header = _header(timings, tolerance_pct, ch, channels is not None, sorted(considered), uncovered)
+    return TunerConfig(rows, header, uncovered, tolerance_pct)
