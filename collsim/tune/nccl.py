@@ -196,8 +196,9 @@ def _header(timings: Timings, tolerance_pct: float, channels: int, given: bool, 
         f"above {sizes[-1]} bytes no rule matches and NCCL chooses: nothing is extrapolated",
         (f"channels {channels}: " + ("as given" if given else "the count the scenario fixed for every row")
          if channels != -1 else
-         "channels -1: NCCL's own channel choice (the model chose its count per size, as NCCL does); "
-         "check the channels NCCL uses with NCCL_DEBUG=INFO before deploying"),
+         "channels -1: NCCL's own channel choice (the model chose its own count, as NCCL does); the example "
+         "plugin as published may then cap NCCL at one channel: check the channels NCCL uses with "
+         "NCCL_DEBUG=INFO and nccl-tests before deploying (collsim's docs/TUNING.md)"),
         "numPipeOps -1, regBuff -1: any (collsim times one AllReduce per launch, buffers not registered)",
     ]
     for nodes, ranks in uncovered:
