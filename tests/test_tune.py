@@ -277,6 +277,15 @@ def test_winner_map_shows_ties_as_ties():
     assert strict.text[0][0] == "ll<br>1-shot" and "runner-up: sentinel · one-shot" in strict.customdata[0][0]
 
 
+def test_report_without_nccl_pairs_says_why_and_still_links_the_table(analytic_run):
+    from collsim.report import build_report
+
+    d, frame, meta = analytic_run
+    page = build_report(frame[frame["algorithm"] == "one-shot"], meta)
+    assert "No NCCL tuner config: no NCCL-runnable rows" in page
+    assert 'download="decision_table.md"' in page and 'download="nccl_tuner.conf"' not in page
+
+
 # -- measurements and --against ---------------------------------------------------------------------------------
 
 
@@ -441,7 +450,7 @@ def test_bad_input_is_one_line_and_writes_nothing(collsim_cli, tmp_path, monkeyp
     assert _files(tmp_path) == before, "bad input left files behind"
 
 
-def test_readme_deploy_example_is_what_tune_prints():
+def test_readme_and_tuning_doc_say_how_to_deploy():
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     assert "collsim tune" in readme and "NCCL_TUNER_CONFIG_FILE=" in readme and "NCCL_TUNER_PLUGIN=" in readme
     docs = (Path(__file__).resolve().parents[1] / "docs" / "TUNING.md").read_text()
