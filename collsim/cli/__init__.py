@@ -25,6 +25,7 @@ from collsim.cli import (  # noqa: F401  (imported for registration)
     litmus_cmd,
     explain_cmd,
     review_cmd,
+    tune_cmd,
 )
 
 __all__ = ["app", "main", "console"]

@@ -81,6 +81,8 @@ def report(
     measured: Optional[List[Path]] = typer.Option(
         None, "--measured", help="Measurements to overlay (nccl-tests output or a collsim measurement CSV). Repeatable."
     ),
+    tolerance: float = typer.Option(1.0, "--tolerance", help="Choices within this percentage of the fastest tie in the "
+                                                             "winner map and the embedded tuner config and decision table."),
 ) -> None:
     """Build the self-contained HTML report of a results file.
 
@@ -89,14 +91,16 @@ def report(
     bandwidth against the link limit and the full sortable table.
     """
     from collsim.report import load_results, timelines_for, write_report
+    from collsim.tune import check_tolerance
 
+    tolerance_pct = check_tolerance(tolerance)
     frame, meta = load_results(results)
     timelines = timelines_for(frame, meta, timeline) if timeline else None
     verdicts = _load_verification(verification) if verification is not None else None
     measured_df = _load_measured(list(measured)) if measured else None
     path = write_report(
         frame, meta, out if out is not None else default_report_path(results),
-        timeline=timelines, verification=verdicts, measured=measured_df,
+        timeline=timelines, verification=verdicts, measured=measured_df, tolerance_pct=tolerance_pct,
     )
     size_mb = path.stat().st_size / 1e6
     typer.echo(f"report -> {path} ({size_mb:.1f} MB)")

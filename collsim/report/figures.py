@@ -20,6 +20,8 @@ from typing import Any
 
 import pandas as pd
 
+from collsim.tune.ties import DEFAULT_TOLERANCE_PCT, rank_choices
+
 Figure = dict  # {"data": [trace dicts], "layout": {...}}
 
 __all__ = [
@@ -33,6 +35,7 @@ __all__ = [
     "latency_vs_size",
     "latency_vs_ranks",
     "winner_map",
+    "TIE_COLOR",
     "breakdown",
     "timeline_gantt",
     "busbw_vs_size",
@@ -146,6 +149,8 @@ class ReportData:
     frame: pd.DataFrame
     meta: Mapping[str, Any] = field(default_factory=dict)
     measured: pd.DataFrame | None = None
+    #: choices within this percentage of the fastest tie in the winner map (:mod:`collsim.tune.ties`)
+    tolerance_pct: float = DEFAULT_TOLERANCE_PCT
 
     def __post_init__(self) -> None:
         from collsim.report.data import normalize_measured
@@ -487,57 +492,81 @@ def _algo_shade(color: str, algorithm: str, algorithms: Sequence[str]) -> str:
     return [color, _mix(color, "#ffffff", 0.45), _mix(color, "#000000", 0.35), _mix(color, "#ffffff", 0.7)][i % 4]
 
 
+#: Colour of a winner-map cell where choices tie (grey: no protocol colour claims it).
+TIE_COLOR = "#d5d9e0"
+
+
 def winner_map(data: ReportData) -> Figure:
-    """For each (rank count, size), the fastest protocol × algorithm; hover gives the runner-up margin."""
+    """For each (rank count, size), the fastest protocol × algorithm, or a tie; hover gives the margins.
+
+    Choices within ``data.tolerance_pct`` of the fastest tie
+    (:func:`collsim.tune.ties.rank_choices`, the rule of ``collsim tune``'s
+    files): a tie cell is grey and lists the tied choices on hover, with how
+    much slower the next choice is.
+    """
     views, sizes = data.views, data.sizes
-    winners: list[list[tuple[str, str] | None]] = []
+    tol = data.tolerance_pct
+    winners: list[list[tuple[str, str] | str | None]] = []
     hovers: list[list[str]] = []
+    texts: list[list[str]] = []
     for v in views:
-        wrow, hrow = [], []
+        wrow, hrow, trow = [], [], []
         for s in sizes:
             cands = []
             for p, a in data.series:
                 r = data.row(v, p, a, s)
                 if r is not None:
-                    cands.append((float(r.latency_us), p, a))
-            cands.sort()
+                    cands.append(((p, a), float(r.latency_us)))
             if not cands:
-                wrow.append(None)
+                wrow.append(None), trow.append("")
                 hrow.append(f"{v.label}, {size_label(s)}: no result")
                 continue
-            lat, p, a = cands[0]
-            wrow.append((p, a))
-            text = f"<b>{v.label}, {size_label(s)}</b><br>fastest: {p} · {a}, {lat:.3f} µs"
-            if len(cands) > 1:
-                lat2, p2, a2 = cands[1]
-                text += (f"<br>runner-up: {p2} · {a2}, {lat2:.3f} µs<br>margin: +{lat2 - lat:.3f} µs "
+            o = rank_choices(cands, tol)
+            head = f"<b>{v.label}, {size_label(s)}</b>"
+            if o.is_tie:
+                wrow.append("tie")
+                trow.append(f"tie<br>×{len(o.tied)}")
+                tied = "<br>".join(f"  {p} · {a}, {lat:.3f} µs" for (p, a), lat in o.ranked[: len(o.tied)])
+                text = f"{head}<br>tie within {tol:g}%:<br>{tied}"
+            else:
+                p, a = o.best  # type: ignore[misc]
+                wrow.append((p, a))
+                trow.append(f"{p}<br>{_ALGO_SHORT.get(a, a)}")
+                text = f"{head}<br>fastest: {p} · {a}, {o.best_latency:.3f} µs"
+            if o.runner_up is not None:
+                p2, a2 = o.runner_up  # type: ignore[misc]
+                lat, lat2 = o.best_latency, o.runner_up_latency
+                label = "runner-up" if not o.is_tie else "next"
+                text += (f"<br>{label}: {p2} · {a2}, {lat2:.3f} µs<br>margin: +{lat2 - lat:.3f} µs "
                          f"(+{(lat2 - lat) / lat * 100:.1f}%)")
             else:
                 text += "<br>no runner-up"
             hrow.append(text)
         winners.append(wrow)
         hovers.append(hrow)
+        texts.append(trow)
     won = [s for s in data.series if any(s in row for row in winners)]
-    index = {s: i for i, s in enumerate(won)}
-    k = max(len(won), 1)
+    cats: list[tuple[str, str] | str] = list(won) + (["tie"] if any("tie" in row for row in winners) else [])
+    index = {s: i for i, s in enumerate(cats)}
+    k = max(len(cats), 1)
     colorscale = []
-    for i, (p, a) in enumerate(won):
-        c = _algo_shade(data.colors[p], a, data.algorithms)
-        colorscale += [[i / k, c], [(i + 1) / k, c]]
+    for i, c in enumerate(cats):
+        color = TIE_COLOR if c == "tie" else _algo_shade(data.colors[c[0]], c[1], data.algorithms)
+        colorscale += [[i / k, color], [(i + 1) / k, color]]
     if not colorscale:
         colorscale = [[0, "#ffffff"], [1, "#ffffff"]]
     z = [[index[w] if w is not None else None for w in row] for row in winners]
-    text = [[(f"{w[0]}<br>{_ALGO_SHORT.get(w[1], w[1])}" if w is not None else "") for w in row] for row in winners]
+    ticktext = [f"tie (within {tol:g}%)" if c == "tie" else data.series_name(*c) for c in cats]
     heat = dict(
             type="heatmap", z=z, x=[size_label(s) for s in sizes], y=[v.label for v in views], zmin=-0.5, zmax=k - 0.5,
             colorscale=colorscale,
-            text=text, texttemplate="%{text}", textfont=dict(size=10), customdata=hovers,
+            text=texts, texttemplate="%{text}", textfont=dict(size=10), customdata=hovers,
             hovertemplate="%{customdata}<extra></extra>", xgap=2, ygap=2, name="fastest",
-            colorbar=dict(title=dict(text="fastest"), tickvals=list(range(len(won))),
-                          ticktext=[data.series_name(p, a) for p, a in won], len=1.0, y=0.5, thickness=18),
+            colorbar=dict(title=dict(text="fastest"), tickvals=list(range(len(cats))),
+                          ticktext=ticktext, len=1.0, y=0.5, thickness=18),
     )
     return {"data": [heat], "layout": _base_layout(
-            "Fastest protocol · algorithm per rank count and message size",
+            f"Fastest protocol · algorithm per rank count and message size (ties within {tol:g}%)",
             xaxis=dict(title=dict(text="message size per rank"), type="category", tickangle=-45),
             yaxis=dict(title=dict(text="ranks"), type="category", autorange="reversed"),
             height=max(330, 150 + 62 * len(views)),

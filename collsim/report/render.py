@@ -6,6 +6,7 @@ Output is deterministic: fixed div ids, sorted inputs, no clock.
 """
 from __future__ import annotations
 
+import base64
 import html
 import os
 import re
@@ -27,6 +28,7 @@ from collsim.report.data import (
     normalize_timelines,
     normalize_verification,
 )
+from collsim.tune import DEFAULT_TOLERANCE_PCT
 
 __all__ = ["FIGURE_IDS", "build_report", "write_report"]
 
@@ -254,6 +256,45 @@ def _measured_summary(measured: pd.DataFrame | None) -> list[dict[str, Any]]:
     return out
 
 
+def _data_uri(text: str, mime: str) -> str:
+    return f"data:{mime};charset=utf-8;base64," + base64.b64encode(text.encode("utf-8")).decode("ascii")
+
+
+def _downloads(frame: pd.DataFrame, meta: Mapping[str, Any], tolerance_pct: float) -> list[dict[str, Any]]:
+    """The NCCL tuner config and decision table of each (topology, launch), as ``data:`` links.
+
+    They are what ``collsim tune RESULTS`` writes (same tie rule, same
+    ranges), embedded so the page stays one self-contained file.
+    """
+    from collsim.errors import InputError
+    from collsim.tune import build_config, build_table, from_results, result_groups
+    from collsim.tune.files import default_names
+
+    groups = result_groups(frame)
+    several_topologies = len({t for t, _ in groups}) > 1
+    out = []
+    for topology, launch in groups:
+        sub = frame[(frame["topology"] == topology) & (frame["launch"] == launch)]
+        timings = from_results(sub, meta, launch=launch or None)
+        qualifier = ".".join(x for x in ((topology if several_topologies else ""), (launch if len(groups) > 1 else "")) if x)
+        names = default_names(qualifier)
+        table = build_table(timings, tolerance_pct)
+        links, missing = [], ""
+        try:
+            config = build_config(timings, tolerance_pct)
+        except InputError as err:
+            missing = err.message
+        else:
+            links.append({"name": names["config"], "title": "NCCL tuner config", "href": _data_uri(config.text(), "text/plain")})
+        links.append({"name": names["markdown"], "title": "decision table (Markdown)",
+                      "href": _data_uri(table.to_markdown(), "text/markdown")})
+        links.append({"name": names["json"], "title": "decision table (JSON)",
+                      "href": _data_uri(table.to_json(), "application/json")})
+        label = " · ".join(x for x in ((topology if several_topologies else ""), (f"{launch} launch" if len(groups) > 1 else "")) if x)
+        out.append({"label": label, "links": links, "missing": missing})
+    return out
+
+
 @lru_cache(maxsize=1)
 def _template():
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
@@ -277,6 +318,7 @@ def build_report(
     timeline: Any = None,
     verification: Any = None,
     measured: Any = None,
+    tolerance_pct: float = DEFAULT_TOLERANCE_PCT,
 ) -> str:
     """The report as one HTML string (see :func:`write_report`)."""
     meta = dict(meta or {})
@@ -289,7 +331,7 @@ def build_report(
     timelines = normalize_timelines(timeline, source if timeline is meta.get("timelines") else "timeline")
     verdicts = normalize_verification(verification)
     measured_df = normalize_measured(measured)
-    data = F.ReportData(frame, meta, measured_df)
+    data = F.ReportData(frame, meta, measured_df, tolerance_pct)
 
     figs: list[tuple[str, Any]] = [
         ("latency_size", F.latency_vs_size(data)),
@@ -323,6 +365,8 @@ def build_report(
         breakdown_size=F.size_label(data.nearest_size(F.BREAKDOWN_SIZE)),
         default_view=data.views[data.default_view].label,
         views=[v.label for v in data.views],
+        downloads=_downloads(frame, meta, tolerance_pct),
+        tolerance=f"{tolerance_pct:g}",
     )
     return page
 
@@ -335,6 +379,7 @@ def write_report(
     timeline: Any = None,
     verification: Any = None,
     measured: Any = None,
+    tolerance_pct: float = DEFAULT_TOLERANCE_PCT,
 ) -> Path:
     """Write the self-contained HTML report of a results table; return its path.
 
@@ -361,13 +406,17 @@ def write_report(
         Measurements (``collsim.calibrate`` table, or ``size_bytes`` plus
         ``time_us``/``latency_us``, optional ``ranks``, ``protocol``,
         ``algorithm``, ``label``), overlaid as markers.
+    tolerance_pct : float
+        Choices within this percentage of the fastest tie in the winner map
+        and in the embedded tuner config and decision table (default 1).
 
     Raises
     ------
     InputError
         Results with missing columns, bad values or no rows.
     """
-    page = build_report(results, meta, timeline=timeline, verification=verification, measured=measured)
+    page = build_report(results, meta, timeline=timeline, verification=verification, measured=measured,
+                        tolerance_pct=tolerance_pct)
     out = Path(path)
     if out.is_dir():
         out = out / "report.html"
