@@ -19,11 +19,13 @@ Examples
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from collsim.errors import InputError, UnsupportedError
+from collsim.lru import LRUCache
 
 __all__ = [
     "BREAKDOWN_KEYS",
@@ -33,11 +35,17 @@ __all__ = [
     "SimRequest",
     "SimResult",
     "ModelFn",
+    "ModelRef",
+    "PerformanceModel",
     "register_model",
     "list_models",
     "default_model",
+    "performance_model",
     "get_model",
+    "model_description",
     "validate_costs",
+    "model_ref",
+    "model_function",
     "unsupported_reason",
     "resolve_topology",
     "resolve_protocol",
@@ -225,15 +233,35 @@ ModelFn = Callable[[SimRequest], SimResult]
 # registry
 
 
-@dataclass
-class _Entry:
+@dataclass(frozen=True)
+class PerformanceModel:
+    """A registered performance model: what ``--model NAME`` / ``model: NAME`` runs.
+
+    Attributes
+    ----------
+    name : str
+        The name users give.
+    fn : callable
+        ``fn(SimRequest) -> SimResult``.
+    description : str
+        One line for ``--help`` and listings.
+    validate_costs : callable or None
+        ``validate_costs(costs)`` raises :class:`InputError` (``field`` set to
+        ``costs.<key>``) for a cost override the model cannot use.
+    """
+
     name: str
     fn: ModelFn
-    description: str
-    validate_costs: Callable[[Mapping[str, Any]], None] | None
+    description: str = ""
+    validate_costs: Callable[[Mapping[str, Any]], None] | None = None
+
+    def check_costs(self, costs: Mapping[str, Any] | None) -> None:
+        """Raise :class:`InputError` when ``costs`` holds an override this model cannot use."""
+        if costs and self.validate_costs is not None:
+            self.validate_costs(costs)
 
 
-_MODELS: dict[str, _Entry] = {}
+_MODELS: dict[str, PerformanceModel] = {}
 _DEFAULT: str | None = None
 _FALLBACK_DEFAULT = "analytic"
 #: Packages that register models when imported.
@@ -267,14 +295,18 @@ def register_model(
         scenario load time so errors point at the file.
     """
     global _DEFAULT
-    _MODELS[name] = _Entry(name, fn, description, validate_costs)
+    _MODELS[name] = PerformanceModel(name, fn, description, validate_costs)
     if default:
         _DEFAULT = name
     return fn
 
 
 def _discover() -> None:
-    """Import the packages that register models (once; a package not installed is skipped)."""
+    """Import the packages that register models (once; a package not installed is skipped).
+
+    The packages are named as data, not imported by statement: they import this module to register, and
+    this module never depends on them (the import graph stays a tree; see tests/test_import_graph.py).
+    """
     global _discovered
     if _discovered:
         return
@@ -318,15 +350,25 @@ def __getattr__(name: str) -> Any:  # DEFAULT_MODEL resolves lazily
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def get_model(name: str | None) -> tuple[str, ModelFn]:
-    """Return ``(name, fn)`` for ``name`` (the default when ``None``)."""
+def performance_model(name: str | None) -> PerformanceModel:
+    """The registered model called ``name`` (the default when ``None``); an unknown name is an InputError.
+
+    >>> performance_model("analytic").name
+    'analytic'
+    """
     _discover()
     if name is None:
         name = default_model()
     entry = _MODELS.get(name)
     if entry is None:
         raise InputError(f"unknown model {name!r}", field="model", choices=list_models())
-    return name, entry.fn
+    return entry
+
+
+def get_model(name: str | None) -> tuple[str, ModelFn]:
+    """``(name, fn)`` of :func:`performance_model` ``(name)``; kept for callers written before it."""
+    entry = performance_model(name)
+    return entry.name, entry.fn
 
 
 def model_description(name: str) -> str:
@@ -338,10 +380,55 @@ def model_description(name: str) -> str:
 
 def validate_costs(model: str | None, costs: Mapping[str, Any] | None) -> None:
     """Check cost overrides against ``model``; raises :class:`InputError`."""
-    name, _ = get_model(model)
-    entry = _MODELS[name]
-    if costs and entry.validate_costs is not None:
-        entry.validate_costs(costs)
+    performance_model(model).check_costs(costs)
+
+
+# ---------------------------------------------------------------------------
+# a model's function where rows run (another process, a Dask worker)
+
+ModelRef = tuple[str, str]
+
+#: Model functions imported in this process, by :data:`ModelRef`.
+_IMPORTED_FUNCTIONS: "LRUCache[ModelFn | None]" = LRUCache(maxsize=64)
+
+
+def model_ref(name: str) -> ModelRef | None:
+    """``(module, qualified name)`` of model ``name``'s function, if a worker can import it from there.
+
+    >>> model_ref("analytic")
+    ('collsim.analytic.model', 'analytic_model')
+    """
+    try:
+        fn = performance_model(name).fn
+    except InputError:
+        return None
+    module, qualname = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
+    if not module or "<" in qualname or module == "__main__":
+        return None
+    obj: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+    return (module, qualname) if obj is fn else None
+
+
+def _import_function(ref: ModelRef) -> ModelFn | None:
+    try:
+        obj: Any = importlib.import_module(ref[0])
+        for part in ref[1].split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError):
+        return None
+    return obj if callable(obj) else None
+
+
+def model_function(name: str, ref: ModelRef | None) -> ModelFn:
+    """The function to run for model ``name``: the one at ``ref`` (what the process that made the row had
+    registered), else this process's registry's."""
+    if ref is not None:
+        fn = _IMPORTED_FUNCTIONS.get(ref, lambda: _import_function(ref))
+        if fn is not None:
+            return fn
+    return performance_model(name).fn
 
 
 # ---------------------------------------------------------------------------

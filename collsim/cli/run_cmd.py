@@ -120,7 +120,7 @@ def run(
     """
     from collsim.errors import CollsimError
     from collsim.executors import check_executor_options
-    from collsim.results import execute
+    from collsim.runner.run import execute
     from collsim.units import format_size
 
     check_executor_options(executor, workers=workers, scheduler=scheduler)

@@ -17,6 +17,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from collsim.errors import InputError
+from collsim.resultsfile import COLUMNS
+from collsim.scenario.costs import profile_costs
 from collsim.scenario.spec import FIELD_HELP, Scenario, ScenarioFile, apply_cost
 
 __all__ = ["load_scenario", "scenario_from_dict", "parse_sweep_range", "check_costs"]
@@ -308,12 +310,10 @@ def _profile_path(where: _Where, raw: str | None, base_dir: Path | None) -> str 
 def _with_profile(where: _Where, path: str, costs: dict[str, Any], model: str | None, from_file: bool
                   ) -> dict[str, Any]:
     """The profile's costs with ``costs`` on top; errors point at ``profile:`` when the file named it."""
-    from collsim.calibrate.profile import load_profile
-    from collsim.models import get_model
-    from collsim.results import merge_costs
+    from collsim.models import performance_model
 
     try:
-        return merge_costs(load_profile(path, model=get_model(model)[0]), costs)
+        return profile_costs(path, costs, performance_model(model).name)
     except InputError as err:
         if not from_file:
             raise
@@ -469,7 +469,6 @@ def _parse_sweep(
 ) -> tuple[tuple[str, tuple[Any, ...]], ...]:
     """Check ``sweep:``; every value, and every combination, is checked by ``model``."""
     from collsim.models import validate_costs
-    from collsim.results import COLUMNS
 
     if raw is None:
         return ()
