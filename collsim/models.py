@@ -24,6 +24,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from collsim.config import (DTYPES, LAUNCH_MODES, OPS, RunConfig, algorithm_names, resolve_protocol,
+                            resolve_topology, unsupported_reason)
 from collsim.errors import InputError, UnsupportedError
 from collsim.lru import LRUCache
 
@@ -50,34 +52,11 @@ __all__ = [
     "resolve_topology",
     "resolve_protocol",
     "simulate",
+    "checked_request",
 ]
 
 #: Keys of :attr:`SimResult.breakdown`, in display order.
 BREAKDOWN_KEYS: tuple[str, ...] = ("launch", "sync", "data", "reduce")
-
-#: ``eager``: every collective is a kernel launch and pays its overhead;
-#: ``graph``: CUDA-graph steady state, launch overhead hidden.
-LAUNCH_MODES: tuple[str, ...] = ("eager", "graph")
-
-#: Element size in bytes of every dtype collsim knows (nccl-tests' names).
-DTYPES: dict[str, int] = {
-    "int8": 1,
-    "uint8": 1,
-    "float8_e4m3": 1,
-    "float8_e5m2": 1,
-    "float16": 2,
-    "bfloat16": 2,
-    "int32": 4,
-    "uint32": 4,
-    "float32": 4,
-    "int64": 8,
-    "uint64": 8,
-    "float64": 8,
-}
-
-#: Reduction operators (nccl-tests' ``redop`` names).
-OPS: tuple[str, ...] = ("sum", "prod", "min", "max", "avg")
-
 
 # ---------------------------------------------------------------------------
 # request and result
@@ -124,6 +103,14 @@ class SimRequest:
     op: str = "sum"
     costs: Mapping[str, Any] = field(default_factory=dict)
     timeline: bool = False
+
+    @classmethod
+    def of(cls, config: RunConfig, costs: Mapping[str, Any] | None = None, timeline: bool = False) -> "SimRequest":
+        """The request for a checked configuration, with the model's cost overrides."""
+        return cls(topology=config.topology, ranks=config.ranks, algorithm=config.algorithm,
+                   protocol=config.protocol, size_bytes=config.size_bytes, launch=config.launch,
+                   channels=config.channels, dtype=config.dtype, elem_bytes=config.elem_bytes, op=config.op,
+                   costs=dict(costs or {}), timeline=timeline)
 
     @property
     def count(self) -> int:
@@ -431,57 +418,6 @@ def model_function(name: str, ref: ModelRef | None) -> ModelFn:
     return performance_model(name).fn
 
 
-# ---------------------------------------------------------------------------
-# resolution helpers shared with the scenario runner
-
-
-def resolve_topology(topology: Any) -> Any:
-    """Load ``topology`` (preset name, path or dict) unless it is already loaded."""
-    if hasattr(topology, "num_gpus") and hasattr(topology, "route"):
-        return topology
-    from collsim.topology import load_topology
-
-    return load_topology(topology)
-
-
-def resolve_protocol(protocol: Any) -> Any:
-    """Load ``protocol`` by name unless it is already a protocol object."""
-    if not isinstance(protocol, str):
-        return protocol
-    from collsim.ir.registry import load_protocol
-
-    return load_protocol(protocol)
-
-
-def algorithm_names() -> tuple[str, ...]:
-    """The algorithms collsim knows."""
-    from collsim.ir.registry import ALGORITHMS
-
-    return tuple(ALGORITHMS)
-
-
-def unsupported_reason(protocol: Any, algorithm: str, ranks: int) -> str | None:
-    """Why ``protocol`` cannot run ``algorithm`` on ``ranks`` GPUs, or ``None`` if it can."""
-    supported = tuple(getattr(protocol, "algorithms", ()))
-    if algorithm not in supported:
-        return (
-            f"protocol {protocol.name!r} has no {algorithm!r} program "
-            f"(it supports: {', '.join(supported) or 'nothing'})"
-        )
-    if ranks < 2:
-        return f"an AllReduce needs at least 2 ranks, got {ranks}"
-    check = getattr(protocol, "unsupported_reason", None)
-    if callable(check):
-        return check(algorithm, ranks)
-    return None
-
-
-def _check_choice(value: Any, choices: tuple[str, ...] | list[str], what: str, fld: str) -> str:
-    if value not in choices:
-        raise InputError(f"unknown {what} {value!r}", field=fld, choices=list(choices))
-    return value
-
-
 def simulate(
     topology: Any = "hgx-h100",
     ranks: int = 8,
@@ -535,50 +471,41 @@ def simulate(
         When the protocol has no program for this algorithm or rank count; the
         message lists what can run.
     """
-    from collsim.units import parse_size
+    entry, request = checked_request(topology, ranks, algorithm, protocol, size_bytes, launch, channels, model,
+                                     dtype, op, costs, timeline)
+    return entry.fn(request)
 
-    topo = resolve_topology(topology)
-    proto = resolve_protocol(protocol)
-    _check_choice(algorithm, algorithm_names(), "algorithm", "algorithm")
-    _check_choice(launch, LAUNCH_MODES, "launch mode", "launch")
-    _check_choice(dtype, list(DTYPES), "dtype", "dtype")
-    _check_choice(op, OPS, "reduction op", "op")
-    if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
-        raise InputError(f"ranks must be a positive whole number, got {ranks!r}", field="ranks")
-    if ranks > topo.num_gpus:
-        raise InputError(
-            f"{ranks} ranks requested but topology {topo.name!r} has {topo.num_gpus} GPUs", field="ranks"
-        )
-    if channels is not None and (isinstance(channels, bool) or not isinstance(channels, int) or channels < 1):
-        raise InputError(f"channels must be a positive whole number or unset, got {channels!r}", field="channels")
-    size = parse_size(size_bytes) if not isinstance(size_bytes, int) or isinstance(size_bytes, bool) else size_bytes
-    if size <= 0:
-        raise InputError(f"size must be a positive number of bytes, got {size}", field="size")
-    elem = DTYPES[dtype]
-    if size % elem:
-        raise InputError(f"size {size} B is not a whole number of {dtype} elements ({elem} B each)", field="size")
-    why = unsupported_reason(proto, algorithm, ranks)
+
+def checked_request(
+    topology: Any = "hgx-h100",
+    ranks: int = 8,
+    algorithm: str = "one-shot",
+    protocol: Any = "ll",
+    size_bytes: int | str = 8192,
+    launch: str = "graph",
+    channels: int | None = None,
+    model: str | None = None,
+    dtype: str = "float32",
+    op: str = "sum",
+    costs: Mapping[str, Any] | None = None,
+    timeline: bool = False,
+) -> tuple[PerformanceModel, SimRequest]:
+    """What :func:`simulate` runs: the model and the request, every input checked (same parameters).
+
+    The configuration is checked first (:class:`~collsim.config.RunConfig`, field by field), then whether the
+    protocol can run it, then the model and its cost overrides.
+    """
+    config = RunConfig(topology=topology, protocol=protocol, algorithm=algorithm, launch=launch, dtype=dtype,
+                       op=op, ranks=ranks, channels=channels, size_bytes=size_bytes)
+    why = config.unsupported_reason()
     if why:
+        proto = config.protocol
         runnable = [a for a in algorithm_names() if a in tuple(proto.algorithms)]
         raise UnsupportedError(
-            f"cannot run {proto.name} {algorithm} on {ranks} ranks: {why}",
+            f"cannot run {proto.name} {algorithm} on {config.ranks} ranks: {why}",
             field="algorithm" if algorithm not in runnable else "ranks",
             choices=runnable if algorithm not in runnable else None,
         )
-    name, fn = get_model(model)
-    validate_costs(name, costs)
-    request = SimRequest(
-        topology=topo,
-        ranks=ranks,
-        algorithm=algorithm,
-        protocol=proto,
-        size_bytes=size,
-        launch=launch,
-        channels=channels,
-        dtype=dtype,
-        elem_bytes=elem,
-        op=op,
-        costs=dict(costs or {}),
-        timeline=timeline,
-    )
-    return fn(request)
+    entry = performance_model(model)
+    entry.check_costs(costs)
+    return entry, SimRequest.of(config, costs=costs, timeline=timeline)

@@ -392,7 +392,7 @@ def _cex_text(cex: Any) -> str:
     """A counterexample as readable text: the verifier's own timeline rendering when it is one of its."""
     if isinstance(cex, Mapping) and "steps" in cex and "reason" in cex:
         try:
-            from collsim.verify.report import Counterexample
+            from collsim.verify.report import Counterexample  # lazy: start-up (z3)
 
             return Counterexample.from_json(dict(cex)).render()
         except Exception:  # noqa: BLE001 - fall back to the raw data

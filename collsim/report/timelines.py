@@ -17,7 +17,7 @@ import pandas as pd
 from collsim.errors import InputError
 from collsim.models import resolve_topology, simulate
 from collsim.report.figures import ReportData
-from collsim.units import parse_size
+from collsim.units import format_size, parse_size
 
 __all__ = ["parse_timeline_spec", "timelines_for"]
 
@@ -123,8 +123,6 @@ def timelines_for(
             & (frame["size_bytes"] == key[3]) & (frame["launch"] == key[4])
         ]
         if len(match) == 0:
-            from collsim.units import format_size
-
             raise InputError(
                 f"timeline {key[0]}/{key[1]}/{key[2]}/{format_size(key[3])}/{key[4]} is not a configuration of "
                 "these results (see the results table for the protocols, algorithms, ranks and sizes run)",

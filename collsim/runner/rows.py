@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from collsim import rowcache
+from collsim.config import resolve_protocol, unsupported_reason
 from collsim.errors import UnsupportedError
 from collsim.executors import map_tasks
 from collsim.lru import LRUCache
-from collsim.models import (ModelRef, SimRequest, model_function, model_ref, performance_model, resolve_protocol,
-                            unsupported_reason)
+from collsim.models import ModelRef, SimRequest, model_function, model_ref, performance_model
 from collsim.resultsfile import COLUMNS, Skipped
 from collsim.topology import list_presets, load_topology
 from collsim.topology.build import build_topology
