@@ -34,7 +34,6 @@ from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 from collsim.errors import InputError
 from collsim.ir.registry import ALGORITHMS, load_protocol
-from collsim.topology import load_topology
 from collsim.units import parse_ranks, parse_size
 
 __all__ = [
@@ -181,6 +180,8 @@ def resolve_topology(topology: Any) -> Any:
     """Load ``topology`` (preset name, path or dict) unless it is already loaded."""
     if hasattr(topology, "num_gpus") and hasattr(topology, "route"):
         return topology
+    from collsim.topology import load_topology  # lazy: start-up (networkx; the model registry imports this module)
+
     return load_topology(topology)
 
 

@@ -231,6 +231,15 @@ def test_results_layers(graph):
         "modules it re-exports"
 
 
+def test_workers_do_not_import_the_report_stack(graph):
+    """A worker unpickling a row imports collsim.runner (the package) and collsim.runner.rows: neither reaches
+    the scenario run, the report (pandas, plotly) or the scenario loader."""
+    heavy = {m for m in graph if m.startswith(("collsim.report", "collsim.runner.run", "collsim.scenario"))}
+    for module in ("collsim.runner", "collsim.runner.rows"):
+        reached = nx.descendants(graph, module) & heavy
+        assert not reached, f"{module} imports {sorted(reached)}"
+
+
 def test_old_results_names_still_import():
     import collsim.results as old
     from collsim import resultsfile
