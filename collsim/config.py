@@ -215,6 +215,10 @@ def unsupported_reason(protocol: Any, algorithm: str, ranks: int) -> str | None:
 # ---------------------------------------------------------------------------
 # the configuration
 
+#: The rule of each field that needs nothing but its own value.
+_FIELD_RULES = {"algorithm": check_algorithm, "launch": check_launch, "dtype": check_dtype, "op": check_op,
+                "channels": check_channels}
+
 
 class RunConfig(BaseModel):
     """One AllReduce to cost, every field checked by its rule (in this order, the first failure raised).
@@ -267,25 +271,10 @@ class RunConfig(BaseModel):
     def _protocol(cls, value: Any) -> Any:
         return resolve_protocol(value)
 
-    @field_validator("algorithm", mode="before")
+    @field_validator("algorithm", "launch", "dtype", "op", "channels", mode="before")
     @classmethod
-    def _algorithm(cls, value: Any) -> str:
-        return check_algorithm(value)
-
-    @field_validator("launch", mode="before")
-    @classmethod
-    def _launch(cls, value: Any) -> str:
-        return check_launch(value)
-
-    @field_validator("dtype", mode="before")
-    @classmethod
-    def _dtype(cls, value: Any) -> str:
-        return check_dtype(value)
-
-    @field_validator("op", mode="before")
-    @classmethod
-    def _op(cls, value: Any) -> str:
-        return check_op(value)
+    def _by_rule(cls, value: Any, info: ValidationInfo) -> Any:
+        return _FIELD_RULES[info.field_name](value)
 
     @field_validator("ranks", mode="before")
     @classmethod
@@ -293,11 +282,6 @@ class RunConfig(BaseModel):
         count = check_ranks(value)
         check_ranks_fit(count, info.data["topology"])
         return count
-
-    @field_validator("channels", mode="before")
-    @classmethod
-    def _channels(cls, value: Any) -> int | None:
-        return check_channels(value)
 
     @field_validator("size_bytes", mode="before")
     @classmethod

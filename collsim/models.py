@@ -471,35 +471,29 @@ def simulate(
         When the protocol has no program for this algorithm or rank count; the
         message lists what can run.
     """
-    entry, request = checked_request(topology, ranks, algorithm, protocol, size_bytes, launch, channels, model,
-                                     dtype, op, costs, timeline)
+    config = RunConfig(topology=topology, protocol=protocol, algorithm=algorithm, launch=launch, dtype=dtype,
+                       op=op, ranks=ranks, channels=channels, size_bytes=size_bytes)
+    entry, request = checked_request(config, model=model, costs=costs, timeline=timeline)
     return entry.fn(request)
 
 
-def checked_request(
-    topology: Any = "hgx-h100",
-    ranks: int = 8,
-    algorithm: str = "one-shot",
-    protocol: Any = "ll",
-    size_bytes: int | str = 8192,
-    launch: str = "graph",
-    channels: int | None = None,
-    model: str | None = None,
-    dtype: str = "float32",
-    op: str = "sum",
-    costs: Mapping[str, Any] | None = None,
-    timeline: bool = False,
-) -> tuple[PerformanceModel, SimRequest]:
-    """What :func:`simulate` runs: the model and the request, every input checked (same parameters).
+def checked_request(config: RunConfig, model: str | None = None, costs: Mapping[str, Any] | None = None,
+                    timeline: bool = False) -> tuple[PerformanceModel, SimRequest]:
+    """What :func:`simulate` runs for a checked configuration: the model and the request.
 
-    The configuration is checked first (:class:`~collsim.config.RunConfig`, field by field), then whether the
-    protocol can run it, then the model and its cost overrides.
+    After the configuration's own checks (:class:`~collsim.config.RunConfig`, field by field): whether the
+    protocol can run it, then the model's name, then its cost overrides.
+
+    Raises
+    ------
+    UnsupportedError
+        When the protocol has no program for this algorithm or rank count (the message lists what can run).
+    InputError
+        For an unknown model or a cost override the model cannot use.
     """
-    config = RunConfig(topology=topology, protocol=protocol, algorithm=algorithm, launch=launch, dtype=dtype,
-                       op=op, ranks=ranks, channels=channels, size_bytes=size_bytes)
     why = config.unsupported_reason()
     if why:
-        proto = config.protocol
+        proto, algorithm = config.protocol, config.algorithm
         runnable = [a for a in algorithm_names() if a in tuple(proto.algorithms)]
         raise UnsupportedError(
             f"cannot run {proto.name} {algorithm} on {config.ranks} ranks: {why}",

@@ -111,13 +111,15 @@ def explain(
     as_json: bool = typer.Option(False, "--json", help="Print the breakdown and the critical path as JSON."),
 ) -> None:
     """Explain where the simulated time of one AllReduce goes (des model): breakdown and critical path."""
+    from collsim.config import RunConfig  # lazy: start-up
     from collsim.models import checked_request  # lazy: start-up
     from collsim.sim.model import run_des, symmetry_of  # lazy: start-up
 
     costs = _parse_costs(cost)
     with errors_at_flags():  # the checks and messages of simulate(), located at the flags
-        _, request = checked_request(topology=topology, ranks=ranks, algorithm=algorithm, protocol=protocol,
-                                     size_bytes=size, launch=launch, channels=channels, model="des", costs=costs)
+        config = RunConfig(topology=topology, protocol=protocol, algorithm=algorithm, launch=launch,
+                           ranks=ranks, channels=channels, size_bytes=size)
+        _, request = checked_request(config, model="des", costs=costs)
     run = run_des(request)
     why_not = symmetry_of(request)
     # rows simulate one rank when they can; confirm it runs through (a shared link can still call it off)

@@ -198,12 +198,13 @@ def simulate_cmd(
     An algorithm or rank count the protocol cannot run is an error that lists
     what it can run.
     """
+    from collsim.config import RunConfig  # lazy: start-up
     from collsim.models import checked_request  # lazy: start-up
 
     with errors_at_flags():
-        entry, request = checked_request(topology=topology, ranks=ranks, algorithm=algorithm, protocol=protocol,
-                                         size_bytes=size, launch=launch, channels=channels, model=model,
-                                         dtype=dtype, op=op)
+        config = RunConfig(topology=topology, protocol=protocol, algorithm=algorithm, launch=launch, dtype=dtype,
+                           op=op, ranks=ranks, channels=channels, size_bytes=size)
+        entry, request = checked_request(config, model=model)
     result = entry.fn(request)
     nbytes = request.size_bytes
     if as_json:
