@@ -58,6 +58,7 @@ from functools import partial
 from typing import Any
 
 from collsim.errors import InputError
+from collsim.version import __version__
 
 __all__ = [
     "EXECUTORS",
@@ -496,8 +497,6 @@ class _MapExecutor(Executor):
 
 def _worker_version() -> str:
     """collsim's version on a Dask worker (checked when connecting to a cluster)."""
-    from collsim import __version__
-
     return __version__
 
 
@@ -546,8 +545,6 @@ class _DaskExecutor(_FuturesExecutor):
         self.workers = max(1, sum(self._client.nthreads().values()))
 
     def _check_workers(self, address: str) -> None:
-        from collsim import __version__
-
         try:
             if not self._client.nthreads():
                 self._client.wait_for_workers(1, timeout=WORKER_WAIT_S)

@@ -10,7 +10,7 @@ import pytest
 from collsim.calibrate.compare import compare, load_simulated
 from collsim.calibrate.measurements import write_measurements
 from collsim.errors import InputError
-from collsim.results import COLUMNS, format_csv
+from collsim.resultsfile import COLUMNS, format_csv
 
 
 def _sim_record(algorithm: str, protocol: str, size: int, latency: float, ranks: int = 8,

@@ -16,7 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collsim import models, results
+from collsim import models
+from collsim.runner import run as runner
 from collsim.errors import InputError
 from collsim.executors import TaskOutcome, _weighted_chunks, map_tasks, open_executor
 
@@ -62,7 +63,7 @@ def serial_files(tmp_path_factory):
     base = tmp_path_factory.mktemp("serial")
     path = base / "small.yaml"
     path.write_text(SCENARIO)
-    results.execute(path, out=base / "out")
+    runner.execute(path, out=base / "out")
     return path, _files(base / "out")
 
 
@@ -107,10 +108,10 @@ def test_custom_topology_files_travel(write_scenario, pool_executor, dask_execut
         name="i.yaml",
     )
     for path in (by_file, inline):
-        results.execute(path, out=tmp_path / "serial")
+        runner.execute(path, out=tmp_path / "serial")
         reference = _files(tmp_path / "serial")
         for name, ex in (("pool", pool_executor), ("dask", dask_executor)):
-            results.execute(path, out=tmp_path / name, executor=ex)
+            runner.execute(path, out=tmp_path / name, executor=ex)
             assert _files(tmp_path / name) == reference, (path.name, name)
 
 
@@ -120,12 +121,12 @@ def test_default_model_same_bytes_everywhere(write_scenario, pool_executor, dask
         pytest.skip("the des model is not installed")
     path = write_scenario("topology: hgx-h100\nranks: [2, 8]\nsizes: [8, 64KiB]\nprotocols: [ll, simple]\n")
     try:
-        results.execute(path, out=tmp_path / "serial", model="des")
+        runner.execute(path, out=tmp_path / "serial", model="des")
     except Exception as err:  # noqa: BLE001 - the simulator is another package; its own tests cover it
         pytest.skip(f"des cannot run this scenario here: {err}")
     reference = _files(tmp_path / "serial")
     for name, ex in (("pool", pool_executor), ("dask", dask_executor)):
-        out = results.execute(path, out=tmp_path / name, model="des", executor=ex)
+        out = runner.execute(path, out=tmp_path / name, model="des", executor=ex)
         assert not out.failed, out.failed
         assert _files(tmp_path / name) == reference, name
 
@@ -179,7 +180,7 @@ def test_failed_rows_retried_reported_others_kept(where, flaky_registered, pool_
     path.write_text(FLAKY.format(marker=marker.as_posix()))
     out_dir = tmp_path / "out"
     if where == "processes":  # the shared pool, through the Python API
-        df = results.run_scenario(path, out=out_dir, executor=pool_executor)
+        df = runner.run_scenario(path, out=out_dir, executor=pool_executor)
         assert len(df) == 28 and len(df.attrs["failed"]) == 4
         assert df.attrs["failed"][0] == {
             "topology": "hgx-h100", "ranks": 2, "algorithm": "one-shot", "protocol": "ll", "launch": "graph",

@@ -39,7 +39,7 @@ def synthetic_results(
     ranks=(2, 4, 8), sizes=None, launches=("graph",), protocols=tuple(_SUPPORT), topology="hgx-h100"
 ) -> pd.DataFrame:
     """A results table shaped like ``collsim run scenarios/8gpu.yaml`` (1008 rows by default)."""
-    from collsim.results import COLUMNS
+    from collsim.resultsfile import COLUMNS
 
     sizes = list(sizes) if sizes is not None else [8 << (i) for i in range(24)]  # 8 B .. 64 MiB, x2
     rows = []
@@ -349,7 +349,7 @@ def test_unknown_protocols_get_distinct_stable_colours():
 
 
 def _json_doc(frame: pd.DataFrame, **extra) -> dict:
-    from collsim.results import COLUMNS
+    from collsim.resultsfile import COLUMNS
 
     doc = {**synthetic_meta(), "columns": list(COLUMNS), "rows": json.loads(frame.to_json(orient="records"))}
     doc.update(extra)
@@ -386,7 +386,7 @@ def _one_line_error(call, *needles):
 
 
 def test_bad_results_files_are_one_line_input_errors(frame, tmp_path):
-    from collsim.results import COLUMNS
+    from collsim.resultsfile import COLUMNS
 
     missing = tmp_path / "nope.json"
     _one_line_error(lambda: load_results(missing), "nope.json", "no such file")
@@ -498,7 +498,7 @@ def test_cli_bad_timeline_spec(frame, tmp_path, capsys):
 
 
 def test_end_to_end_analytic_run_then_report(tmp_path):
-    from collsim.results import run_scenario
+    from collsim.runner.run import run_scenario
 
     scenario = {"name": "e2e", "topology": "hgx-h100", "ranks": [2, 4], "sizes": "8B..1MiB x16", "launch": "graph",
                 "protocols": ["simple", "ll", "ll128"], "algorithms": ["one-shot", "ring"]}
@@ -573,7 +573,7 @@ def test_auto_timelines_stay_readable_at_large_rank_counts(tmp_path):
     a larger one is still available by name."""
     from collsim.report import timelines_for
     from collsim.report.timelines import AUTO_MAX_RANKS
-    from collsim.results import run_scenario
+    from collsim.runner.run import run_scenario
 
     scenario = {"name": "wide", "topology": "gb200-nvl72", "ranks": [4, AUTO_MAX_RANKS, 32], "sizes": [4096],
                 "launch": "graph", "protocols": ["ll"], "algorithms": ["one-shot"]}

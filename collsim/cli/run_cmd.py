@@ -9,7 +9,11 @@ from typing import Any, Optional
 import typer
 
 from collsim.cli.app import app
-from collsim.cli.options import executor_option, scheduler_option, workers_option
+from collsim.cli.options import errors_at_flags, executor_option, scheduler_option, workers_option
+from collsim.cli.report_cmd import open_report
+from collsim.errors import CollsimError
+from collsim.executors import check_executor_options
+from collsim.units import format_size
 
 __all__ = ["run", "simulate_cmd"]
 
@@ -118,10 +122,7 @@ def run(
     model fails is tried once more, then reported (and listed under 'failed'
     in results.json) while the others are kept; the exit status is then 1.
     """
-    from collsim.errors import CollsimError
-    from collsim.executors import check_executor_options
-    from collsim.results import execute
-    from collsim.units import format_size
+    from collsim.runner.run import execute  # lazy: start-up
 
     check_executor_options(executor, workers=workers, scheduler=scheduler)
     result = execute(
@@ -168,8 +169,6 @@ def run(
     if result.report is not None:
         console.print(f"report -> {result.report}", soft_wrap=True)
         if open_:
-            from collsim.cli.report_cmd import open_report
-
             open_report(result.report)
     if result.failed:
         total = len(result.records) + len(result.failed)
@@ -199,29 +198,15 @@ def simulate_cmd(
     An algorithm or rank count the protocol cannot run is an error that lists
     what it can run.
     """
-    from collsim.models import simulate
-    from collsim.units import format_size, parse_size
+    from collsim.config import RunConfig  # lazy: start-up
+    from collsim.models import checked_request  # lazy: start-up
 
-    try:
-        nbytes = parse_size(size)
-    except Exception as err:  # noqa: BLE001 - re-raised located below
-        from collsim.errors import InputError
-
-        if isinstance(err, InputError):
-            raise InputError(err.message, field="--size", choices=err.choices) from None
-        raise
-    result = simulate(
-        topology=topology,
-        ranks=ranks,
-        algorithm=algorithm,
-        protocol=protocol,
-        size_bytes=nbytes,
-        launch=launch,
-        channels=channels,
-        model=model,
-        dtype=dtype,
-        op=op,
-    )
+    with errors_at_flags():
+        config = RunConfig(topology=topology, protocol=protocol, algorithm=algorithm, launch=launch, dtype=dtype,
+                           op=op, ranks=ranks, channels=channels, size_bytes=size)
+        entry, request = checked_request(config, model=model)
+    result = entry.fn(request)
+    nbytes = request.size_bytes
     if as_json:
         doc = {
             "topology": topology,

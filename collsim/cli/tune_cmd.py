@@ -17,7 +17,7 @@ _TABLE_SUFFIXES = (".json", ".md")
 
 def _check_output(path: Path, flag: str | None, *, parent_may_be_made: bool = False) -> None:
     """Refuse, before any work, an output path that cannot be written."""
-    from collsim.errors import InputError
+    from collsim.errors import InputError  # lazy: start-up
 
     if path.is_dir():
         raise InputError("is a directory; give a file name", file=str(path), field=flag)
@@ -37,12 +37,12 @@ def _check_output(path: Path, flag: str | None, *, parent_may_be_made: bool = Fa
 def _run_scenario(path: Path, *, model: str | None, launch: str | None, nodes: int, progress: bool,
                   need_nccl: bool) -> tuple[Any, Any]:
     """Run a scenario as ``collsim run`` does (results written, report left for later); its timings."""
-    from collsim import run_scenario
-    from collsim.errors import CollsimError, InputError
-    from collsim.models import get_model
-    from collsim.scenario import load_scenario
-    from collsim.tune.nccl import check_nccl_runnable
-    from collsim.tune.source import simulated_timings
+    from collsim.runner.run import run_scenario  # lazy: start-up
+    from collsim.errors import CollsimError, InputError  # lazy: start-up
+    from collsim.models import get_model  # lazy: start-up
+    from collsim.scenario import load_scenario  # lazy: start-up
+    from collsim.tune.nccl import check_nccl_runnable  # lazy: start-up
+    from collsim.tune.source import simulated_timings  # lazy: start-up
 
     if model is not None:
         get_model(model)  # an unknown --model before the file is read
@@ -63,7 +63,7 @@ def _run_scenario(path: Path, *, model: str | None, launch: str | None, nodes: i
 def _simulated(path: Path, *, model: str | None, launch: str | None, nodes: int, progress: bool,
                need_nccl: bool = False) -> Any:
     """Simulated timings from a scenario (run here) or a results file."""
-    from collsim.tune.source import SCENARIO_SUFFIXES, simulated_timings
+    from collsim.tune.source import SCENARIO_SUFFIXES, simulated_timings  # lazy: start-up
 
     if path.suffix.lower() in SCENARIO_SUFFIXES:
         return _run_scenario(path, model=model, launch=launch, nodes=nodes, progress=progress, need_nccl=need_nccl)[0]
@@ -72,8 +72,8 @@ def _simulated(path: Path, *, model: str | None, launch: str | None, nodes: int,
 
 def _write_report(sim: Any, tolerance_pct: float) -> Path:
     """report.html beside a scenario's results, as ``collsim run`` writes it, with this tie tolerance."""
-    from collsim.report import write_report
-    from collsim.report.timelines import timelines_for
+    from collsim.report import write_report  # lazy: start-up
+    from collsim.report.timelines import timelines_for  # lazy: start-up
 
     timelines = timelines_for(sim.frame, sim.meta) if sim.timings.model == "des" else None
     return write_report(sim.frame, sim.meta, sim.out_dir / "report.html", timeline=timelines, tolerance_pct=tolerance_pct)
@@ -98,7 +98,7 @@ def _config_summary(config: Any) -> list[str]:
 
 
 def _disagreement_lines(comparison: Any, sim_source: str, meas_source: str) -> list[str]:
-    from collsim.units import format_size
+    from collsim.units import format_size  # lazy: start-up
 
     lines = [f"simulated ({sim_source}) against measured ({meas_source}): {comparison.compared} points compared, "
              f"{len(comparison.disagreements)} where the simulated choice is not within "
@@ -152,10 +152,10 @@ def tune(
     ties (choices within --tolerance of the fastest). Nothing is said above
     the largest size run or measured.
     """
-    from collsim.errors import InputError
-    from collsim.tune import build_config, build_table, check_tolerance, compare
-    from collsim.tune.files import default_names, write_files
-    from collsim.tune.source import SCENARIO_SUFFIXES, measured_timings
+    from collsim.errors import InputError  # lazy: start-up
+    from collsim.tune import build_config, build_table, check_tolerance, compare  # lazy: start-up
+    from collsim.tune.files import default_names, write_files  # lazy: start-up
+    from collsim.tune.source import SCENARIO_SUFFIXES, measured_timings  # lazy: start-up
 
     tol = check_tolerance(tolerance)
     if (source is None) == (measured is None):

@@ -26,6 +26,9 @@ from typing import Any
 import pandas as pd
 
 from collsim.errors import InputError
+from collsim.resultsfile import COLUMNS
+from collsim.units import format_size
+from collsim.version import __version__
 
 __all__ = [
     "RESULT_COLUMNS",
@@ -41,20 +44,8 @@ __all__ = [
 ]
 
 
-def _columns() -> tuple[str, ...]:
-    try:
-        from collsim.results import COLUMNS
-    except ImportError:  # pragma: no cover - results module is part of the package
-        COLUMNS = (
-            "topology", "gpu", "ranks", "algorithm", "protocol", "launch", "size_bytes", "count",
-            "dtype", "op", "latency_us", "algbw_gbps", "busbw_gbps", "launch_us", "sync_us",
-            "data_us", "reduce_us", "model", "events", "note",
-        )
-    return tuple(COLUMNS)
-
-
 #: Columns of a results table, in order (those of results.csv).
-RESULT_COLUMNS: tuple[str, ...] = _columns()
+RESULT_COLUMNS: tuple[str, ...] = tuple(COLUMNS)
 INT_COLUMNS: tuple[str, ...] = ("ranks", "size_bytes", "count", "events")
 FLOAT_COLUMNS: tuple[str, ...] = (
     "latency_us", "algbw_gbps", "busbw_gbps", "launch_us", "sync_us", "data_us", "reduce_us",
@@ -74,8 +65,6 @@ def _version_key(text: str) -> tuple[int, ...] | None:
 
 def check_version(version: Any, source: str) -> None:
     """Refuse results written by a collsim whose major.minor differs from this one."""
-    from collsim import __version__
-
     if version is None or version == "":
         raise InputError(
             "not a collsim results file (no 'collsim_version'); rerun 'collsim run' to produce one",
@@ -237,8 +226,6 @@ def _read_csv(path: Path) -> pd.DataFrame:
 
 
 def _infer_meta(path: Path, frame: pd.DataFrame) -> dict[str, Any]:
-    from collsim import __version__
-
     models = sorted(set(frame["model"].astype(str)) - {""})
     topologies = sorted(set(frame["topology"].astype(str)) - {""})
     gpus = sorted(set(frame["gpu"].astype(str)) - {""})
@@ -347,8 +334,6 @@ def _check_events(events: Any, where: str, source: str) -> list[dict[str, Any]]:
 
 
 def _config_title(cfg: Mapping[str, Any]) -> str:
-    from collsim.units import format_size
-
     parts = []
     if cfg.get("protocol") or cfg.get("algorithm"):
         parts.append(" ".join(str(cfg[k]) for k in ("protocol", "algorithm") if cfg.get(k)))
@@ -407,7 +392,7 @@ def _cex_text(cex: Any) -> str:
     """A counterexample as readable text: the verifier's own timeline rendering when it is one of its."""
     if isinstance(cex, Mapping) and "steps" in cex and "reason" in cex:
         try:
-            from collsim.verify.report import Counterexample
+            from collsim.verify.report import Counterexample  # lazy: start-up (z3)
 
             return Counterexample.from_json(dict(cex)).render()
         except Exception:  # noqa: BLE001 - fall back to the raw data

@@ -21,6 +21,8 @@ from typing import Any
 import pandas as pd
 
 from collsim.tune.ties import DEFAULT_TOLERANCE_PCT, rank_choices
+from collsim.report.data import normalize_measured
+from collsim.units import format_size
 
 Figure = dict  # {"data": [trace dicts], "layout": {...}}
 
@@ -90,8 +92,6 @@ _MENU_STYLE = dict(bgcolor="#f4f6f8", bordercolor="#9aa5b1", borderwidth=1, font
 @lru_cache(maxsize=4096)
 def size_label(nbytes: int) -> str:
     """``8 B``, ``4 KiB``, ``64 MiB`` (exact, see :func:`collsim.units.format_size`)."""
-    from collsim.units import format_size
-
     text = format_size(int(nbytes))
     i = len(text.rstrip("KMGTPEiB"))
     return f"{text[:i]} {text[i:]}"
@@ -153,8 +153,6 @@ class ReportData:
     tolerance_pct: float = DEFAULT_TOLERANCE_PCT
 
     def __post_init__(self) -> None:
-        from collsim.report.data import normalize_measured
-
         self.measured = normalize_measured(self.measured)
         f = self.frame
         self.protocols = sorted(set(f["protocol"]), key=_sort_key(_PROTOCOL_ORDER))

@@ -28,7 +28,11 @@ from collsim.report.data import (
     normalize_timelines,
     normalize_verification,
 )
-from collsim.tune import DEFAULT_TOLERANCE_PCT
+from collsim.errors import InputError
+from collsim.tune import DEFAULT_TOLERANCE_PCT, build_config, build_table, from_results, result_groups
+from collsim.tune.files import default_names
+from collsim.resultsfile import FLOAT_FORMAT
+from collsim.version import __version__
 
 __all__ = ["FIGURE_IDS", "build_report", "write_report"]
 
@@ -48,15 +52,6 @@ _PLOT_CONFIG = {
     "toImageButtonOptions": {"format": "png", "scale": 2},
     "modeBarButtonsToRemove": ["select2d", "lasso2d"],
 }
-
-
-def _float_formats() -> dict[str, str]:
-    try:
-        from collsim.results import FLOAT_FORMAT
-
-        return dict(FLOAT_FORMAT)
-    except ImportError:  # pragma: no cover
-        return {c: "{:.3f}" for c in FLOAT_COLUMNS}
 
 
 def _fig_html(fig: Any, div_id: str, first: bool) -> str:
@@ -108,8 +103,6 @@ def _flatten(d: Any, prefix: str = "") -> list[tuple[str, str]]:
 
 
 def _header(frame: pd.DataFrame, meta: Mapping[str, Any], data: F.ReportData) -> dict[str, Any]:
-    from collsim import __version__
-
     scen = _scenario(meta)
     topo = meta.get("topology") if isinstance(meta.get("topology"), Mapping) else {}
     summary = topo.get("summary") if isinstance(topo.get("summary"), Mapping) else {}
@@ -184,7 +177,7 @@ def _header(frame: pd.DataFrame, meta: Mapping[str, Any], data: F.ReportData) ->
 
 
 def _table(frame: pd.DataFrame) -> dict[str, Any]:
-    fmts = _float_formats()
+    fmts = dict(FLOAT_FORMAT)
     cols = list(RESULT_COLUMNS)
     kinds = ["num" if c in INT_COLUMNS or c in FLOAT_COLUMNS else "text" for c in cols]
     from markupsafe import Markup
@@ -266,9 +259,6 @@ def _downloads(frame: pd.DataFrame, meta: Mapping[str, Any], tolerance_pct: floa
     They are what ``collsim tune RESULTS`` writes (same tie rule, same
     ranges), embedded so the page stays one self-contained file.
     """
-    from collsim.errors import InputError
-    from collsim.tune import build_config, build_table, from_results, result_groups
-    from collsim.tune.files import default_names
 
     groups = result_groups(frame)
     several_topologies = len({t for t, _ in groups}) > 1
@@ -386,7 +376,7 @@ def write_report(
     Parameters
     ----------
     results : pandas.DataFrame
-        Rows with the columns of results.csv (``collsim.results.COLUMNS``).
+        Rows with the columns of results.csv (``collsim.resultsfile.COLUMNS``).
     meta : mapping
         The results.json document (its ``rows`` are ignored) or a subset:
         ``scenario``, ``topology`` (with ``summary``), ``model``, ``costs``,

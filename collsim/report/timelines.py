@@ -15,6 +15,9 @@ from typing import Any
 import pandas as pd
 
 from collsim.errors import InputError
+from collsim.models import resolve_topology, simulate
+from collsim.report.figures import ReportData
+from collsim.units import format_size, parse_size
 
 __all__ = ["parse_timeline_spec", "timelines_for"]
 
@@ -29,8 +32,6 @@ def parse_timeline_spec(spec: str) -> dict[str, Any] | str:
     >>> parse_timeline_spec("auto")
     'auto'
     """
-    from collsim.units import parse_size
-
     text = spec.strip()
     if text.lower() == "auto":
         return "auto"
@@ -61,8 +62,6 @@ AUTO_MAX_RANKS = 16
 
 
 def _auto(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    from collsim.report.figures import ReportData
-
     data = ReportData(frame)
     view = data.views[data.default_view]
     if view.ranks > AUTO_MAX_RANKS:
@@ -91,8 +90,6 @@ def timelines_for(
     :class:`InputError` (the report would show a timeline of something it
     does not plot).
     """
-    from collsim.models import resolve_topology, simulate
-
     source = str(meta.get("results_file") or "results")
     scen = meta.get("scenario") if isinstance(meta.get("scenario"), Mapping) else {}
     topo = scen.get("topology") or (meta.get("topology") or {}).get("name")
@@ -126,8 +123,6 @@ def timelines_for(
             & (frame["size_bytes"] == key[3]) & (frame["launch"] == key[4])
         ]
         if len(match) == 0:
-            from collsim.units import format_size
-
             raise InputError(
                 f"timeline {key[0]}/{key[1]}/{key[2]}/{format_size(key[3])}/{key[4]} is not a configuration of "
                 "these results (see the results table for the protocols, algorithms, ranks and sizes run)",

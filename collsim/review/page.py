@@ -425,7 +425,7 @@ def build_page(r: Review) -> str:
     if rows:
         from collsim.report import figures as F
         from collsim.report.data import check_frame
-        from collsim.results import records_frame
+        from collsim.resultsfile import records_frame
 
         frame = check_frame(records_frame(rows), "review")
         data = F.ReportData(frame, {})

@@ -39,6 +39,7 @@ from collsim.tune.ranges import spans
 from collsim.tune.ties import DEFAULT_TOLERANCE_PCT, rank_choices
 from collsim.tune.timings import Choice, Timings
 from collsim.units import format_size
+from collsim.version import __version__
 
 __all__ = [
     "COLLECTIVE_TYPES",
@@ -176,7 +177,6 @@ def check_nccl_runnable(choices: Iterable[Choice], source: str) -> None:
 
 def _header(timings: Timings, tolerance_pct: float, channels: int, given: bool, considered: list[Choice],
             uncovered: list[tuple[int, int]]) -> list[str]:
-    from collsim import __version__
 
     sizes = timings.sizes
     what = "simulated" if timings.kind == "simulated" else "measured"

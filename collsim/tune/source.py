@@ -35,14 +35,14 @@ RESULTS_SUFFIXES = (".csv", ".json")
 
 def read_results(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     """``(frame, meta)`` of a results.csv or results.json (the report's loader: same checks, same errors)."""
-    from collsim.report.data import load_results
+    from collsim.report.data import load_results  # lazy: start-up
 
     return load_results(path)
 
 
 def _looks_like_results(path: Path) -> bool:
     """Whether a CSV's header is results.csv's."""
-    from collsim.results import COLUMNS
+    from collsim.resultsfile import COLUMNS  # lazy: start-up
 
     try:
         with path.open(encoding="utf-8", errors="replace") as handle:
@@ -83,7 +83,7 @@ def simulated_timings(
         )
     frame, meta = read_results(p)
     if model is not None:
-        from collsim.models import get_model
+        from collsim.models import get_model  # lazy: start-up
 
         name, _ = get_model(model)
         held = sorted(set(frame["model"].astype(str)) - {""})
@@ -100,7 +100,7 @@ def measured_timings(
     path: str | Path, *, launch: str | None = None, nodes: int = 1, field: str = "--measured"
 ) -> tuple[Timings, list[str]]:
     """The timings of a measurement file (any input ``collsim ingest`` reads) and its reader's warnings."""
-    from collsim.calibrate.ingest import IngestWarning, parse_log
+    from collsim.calibrate.ingest import IngestWarning, parse_log  # lazy: start-up
 
     p = Path(path)
     if p.suffix.lower() in SCENARIO_SUFFIXES or (p.suffix.lower() == ".csv" and p.is_file() and _looks_like_results(p)):

@@ -20,6 +20,7 @@ from collsim.tune.ranges import spans
 from collsim.tune.ties import DEFAULT_TOLERANCE_PCT, Outcome, rank_choices
 from collsim.tune.timings import Choice, Timings, choice_label
 from collsim.units import format_size
+from collsim.version import __version__
 
 __all__ = ["PointDecision", "TableRange", "DecisionTable", "build_table", "TABLE_FORMAT"]
 
@@ -100,7 +101,6 @@ class DecisionTable:
         return list(dict.fromkeys((r.nodes, r.ranks) for r in self.ranges))
 
     def to_dict(self) -> dict:
-        from collsim import __version__
 
         t = self.timings
         doc = {
@@ -149,7 +149,6 @@ class DecisionTable:
         return json.dumps(self.to_dict(), indent=2) + "\n"
 
     def to_markdown(self) -> str:
-        from collsim import __version__
 
         t = self.timings
         tol = f"{self.tolerance_pct:g} %"

@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from collsim.errors import InputError
+from collsim.version import __version__
 
 __all__ = ["Choice", "Timings", "from_results", "from_measurements", "result_groups", "choice_label"]
 
@@ -253,7 +254,6 @@ def from_measurements(
     InputError
         Measurements of several machines, an unknown ``launch``, or no row left.
     """
-    from collsim import __version__
 
     if len(table) == 0:
         raise InputError("no measurement rows", file=source)
