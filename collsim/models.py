@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from collsim.errors import InputError, UnsupportedError
+from collsim.errors import InputError
 
 __all__ = [
     "BREAKDOWN_KEYS",
@@ -443,10 +443,10 @@ def simulate(
     Raises
     ------
     InputError
-        For unknown names and out-of-range values.
+        For unknown names and out-of-range values, and when the protocol has
+        no program for this algorithm or rank count (the message lists what can run).
     UnsupportedError
-        When the protocol has no program for this algorithm or rank count; the
-        message lists what can run.
+        When the model cannot cost this configuration.
     """
     from collsim.units import parse_size
 
@@ -473,7 +473,7 @@ def simulate(
     why = unsupported_reason(proto, algorithm, ranks)
     if why:
         runnable = [a for a in algorithm_names() if a in tuple(proto.algorithms)]
-        raise UnsupportedError(
+        raise InputError(
             f"cannot run {proto.name} {algorithm} on {ranks} ranks: {why}",
             field="algorithm" if algorithm not in runnable else "ranks",
             choices=runnable if algorithm not in runnable else None,

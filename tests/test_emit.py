@@ -13,7 +13,7 @@ from collsim.emit.cuda import MARKER
 from collsim.emit.package import STATIC_FILES
 from collsim.emit.plan import iter_nodes, plan_for
 from collsim.emit.ptxcheck import check_ptx
-from collsim.errors import UnsupportedError, VerificationRefused
+from collsim.errors import InputError, VerificationRefused
 from collsim.ir.ops import Atomic, Fence, Load, Loop, PollUntil, Store
 from collsim.ir.registry import list_mutants, list_protocols, load_protocol
 
@@ -145,13 +145,14 @@ def test_vector_atomics_need_sm90(verdict):
     assert emitted.plan.needs_vector_atomics and emitted.archs == ["sm_90", "sm_100"]
     assert "__CUDA_ARCH__ < 900" in emitted.files["kernel.cu"]
     assert "ALLOWED_ARCHS := sm_90 sm_100" in emitted.files["Makefile"]
-    with pytest.raises(EmitError, match="sm_90"):
+    with pytest.raises(InputError, match="sm_90") as err:
         prepare("ll128-atomic", "one-shot", arch="sm_80")
+    assert err.value.field == "--arch" and err.value.choices == ["sm_90", "sm_100"]
 
 
 def test_unsupported_algorithm_lists_choices(verdict):
     verdict["default"] = "holds"
-    with pytest.raises(UnsupportedError, match="one-shot"):
+    with pytest.raises(InputError, match="one-shot"):
         prepare("ll128-atomic", "ring")
 
 

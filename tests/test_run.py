@@ -9,7 +9,7 @@ import pytest
 
 import collsim
 from collsim import models, results
-from collsim.errors import UnsupportedError
+from collsim.errors import InputError, UnsupportedError
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
@@ -146,7 +146,7 @@ def test_simulate_cli(collsim_cli):
 def test_simulate_api_defaults_and_errors():
     r = collsim.simulate(model="analytic")
     assert r.latency_us > 0 and r.model == "analytic"
-    with pytest.raises(UnsupportedError) as err:
+    with pytest.raises(InputError) as err:
         collsim.simulate(protocol="barrier", algorithm="ring", model="analytic")
     assert err.value.choices == ["one-shot", "two-shot"]
     r = collsim.simulate(model="analytic", timeline=True)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from collsim.errors import InputError
+from collsim.errors import InputError, UnsupportedError
 
 __all__ = [
     "DEFAULT_MEASURED",
@@ -206,7 +206,7 @@ def validate(
             say(f"calibrating {ev.model} on {gen} ({len(sub)} rows, {k} folds)")
             try:
                 cal = calibrate(sub, names, evaluator=ev, folds=k, seed=seed, strict=False, source=str(path))
-            except InputError as err:
+            except (InputError, UnsupportedError) as err:
                 fits[gen] = err.message
                 continue
             fits[gen] = cal

@@ -45,7 +45,7 @@ from typing import Any, Iterable
 
 import z3
 
-from collsim.errors import InputError, UnsupportedError
+from collsim.errors import CollsimError, InputError, UnsupportedError
 from collsim.verify.events import Event, Placement, Program, value_const
 from collsim.verify.models import MODELS
 from collsim.verify.solver import DEFAULT_TIMEOUT_S, exists
@@ -147,7 +147,7 @@ class _Ctx:
         self.file, self.line, self.name = file, line, name
 
     def error(self, message: str, fld: str | None = None, choices: Iterable[str] | None = None,
-              unsupported: bool = False) -> InputError:
+              unsupported: bool = False) -> CollsimError:
         cls = UnsupportedError if unsupported else InputError
         prefix = f"test '{self.name}': " if self.name else ""
         return cls(prefix + message, file=self.file, line=self.line, field=fld, choices=choices)

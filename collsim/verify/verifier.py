@@ -27,7 +27,7 @@ from typing import Any, Iterable, Iterator
 
 import z3
 
-from collsim.errors import InputError, UnsupportedError
+from collsim.errors import InputError
 from collsim.ir.assumptions import get_assumption
 from collsim.ir.protocol import Protocol
 from collsim.ir.registry import list_mutants, list_protocols, load_protocol
@@ -467,8 +467,8 @@ def _plan(protocol: str | Protocol, algorithm: str | None, *, ranks: int | None 
     proto = _resolve(protocol, flag_bits)
     algorithm = algorithm or proto.algorithms[0]
     if algorithm not in proto.algorithms:
-        raise UnsupportedError(f"protocol {proto.name!r} has no {algorithm} program", field="--algorithm",
-                               choices=proto.algorithms)
+        raise InputError(f"protocol {proto.name!r} has no {algorithm} program", field="--algorithm",
+                         choices=proto.algorithms)
     declared = tuple(proto.assumptions)
     active = declared if assume is None else tuple(dict.fromkeys(assume))
     for a in active:
