@@ -47,7 +47,7 @@ import z3
 
 from collsim.errors import CollsimError, InputError, UnsupportedError
 from collsim.verify.events import Event, Placement, Program, value_const
-from collsim.verify.models import MODELS
+from collsim.verify.models import MEMORY_MODELS
 from collsim.verify.solver import DEFAULT_TIMEOUT_S, exists
 
 __all__ = [
@@ -778,8 +778,8 @@ def parse_condition(text: str, *, ctx: _Ctx | None = None, threads: list[str],
 def evaluate(test: LitmusTest, model: str = "ptx", timeout_s: float | None = DEFAULT_TIMEOUT_S,
              want_witness: bool = True) -> LitmusResult:
     """Decide whether the test's outcome is reachable under ``model``."""
-    if model not in MODELS:
-        raise InputError(f"unknown memory model '{model}'", field="model", choices=sorted(MODELS))
+    if model not in MEMORY_MODELS:
+        raise InputError(f"unknown memory model '{model}'", field="model", choices=sorted(MEMORY_MODELS))
     res = exists(test.program, test.outcome, model=model, timeout_s=timeout_s,
                  extra=test.register_terms() if want_witness else None)
     observed = {"sat": "allowed", "unsat": "forbidden"}.get(res.status, "unknown")

@@ -34,7 +34,7 @@ from typing import Any, Union
 import z3
 
 from collsim.verify.events import Program
-from collsim.verify.models import get_model
+from collsim.verify.models import memory_model
 from collsim.verify.models.base import Encoding, Witness
 
 __all__ = [
@@ -125,7 +125,7 @@ def encode(program: Program, model: str = "ptx", timeout_s: float | None = DEFAU
     condition, or pass conditions as ``check(solver, cond)`` assumptions.
     """
     solver = make_solver(timeout_s)
-    enc = get_model(model).encode(program, solver)
+    enc = memory_model(model).encode(program, solver)
     return enc, solver
 
 

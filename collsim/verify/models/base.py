@@ -25,7 +25,7 @@ from z3 import z3core
 
 from collsim.verify.events import Event, Program, rmw_result
 
-__all__ = ["INIT_PREFIX", "Encoding", "Witness", "init_eid", "conj", "disj", "implies", "negate",
+__all__ = ["INIT_PREFIX", "Encoding", "MemoryModel", "Witness", "init_eid", "conj", "disj", "implies", "negate",
            "fold", "to_z3"]
 
 INIT_PREFIX = "init:"
@@ -509,6 +509,20 @@ class Encoding:
         return Witness(executed=executed, rf=rf, values=values, written=written, co=co,
                        co_order=co_order, final=final, extra=ext,
                        labels={e.eid: e.text() for e in self.events}, threads=threads)
+
+
+class MemoryModel:
+    """A memory model: its ``name`` and the :class:`Encoding` subclass that states its axioms.
+
+    ``encode(program, solver)`` adds to ``solver`` the constraints whose
+    models are exactly the executions of ``program`` the model allows.
+    """
+
+    name: str = "base"
+    encoding: type[Encoding] = Encoding
+
+    def encode(self, program: Program, solver: z3.Solver) -> Encoding:
+        return self.encoding(program, solver)
 
 
 def _linearise(nodes: list[str], pairs: list[tuple[str, str]]) -> list[str]:

@@ -78,7 +78,7 @@ from typing import Any
 import z3
 
 from collsim.verify.events import Event, Program
-from collsim.verify.models.base import INIT_PREFIX, Encoding, conj, disj, implies, negate, to_z3
+from collsim.verify.models.base import INIT_PREFIX, Encoding, MemoryModel, conj, disj, implies, negate, to_z3
 
 __all__ = ["PTXModel", "PTXEncoding"]
 
@@ -508,10 +508,8 @@ def negate_and(*xs: Any) -> Any:
     return negate(conj(*xs))
 
 
-class PTXModel:
+class PTXModel(MemoryModel):
     """PTX memory consistency model, generic proxy (PTX ISA; ASPLOS'19)."""
 
     name = "ptx"
-
-    def encode(self, program: Program, solver: z3.Solver) -> PTXEncoding:
-        return PTXEncoding(program, solver)
+    encoding = PTXEncoding
