@@ -218,7 +218,7 @@ class PTXEncoding(Encoding):
                 if d is False:
                     continue
                 var = self.bool(f"fr[{r.eid}->{w}]")
-                self.add(var == to_z3(d))
+                self.add(var == to_z3(d, self.ctx))
                 self._fr[(r.eid, w)] = var
 
     # ------------------------------------------------------------- observation
@@ -495,7 +495,7 @@ class PTXEncoding(Encoding):
         for loc in self.locations:
             ws = self.writes_to(loc)
             sel = {w: self.bool(f"final[{loc}]={w}") for w in ws}
-            self.add(z3.PbEq([(v, 1) for v in sel.values()], 1))
+            self.add(z3.PbEq([(v, 1) for v in sel.values()], 1, self.ctx))
             fin = self.program.final_var(loc)
             for w, v in sel.items():
                 maximal = [negate_and(self._co(w, o)) for o in ws if o != w]

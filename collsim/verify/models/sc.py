@@ -31,7 +31,7 @@ class SCEncoding(Encoding):
 
     def position(self, eid: str) -> z3.ArithRef:
         if eid.startswith(INIT_PREFIX):
-            return z3.IntVal(-1)
+            return z3.IntVal(-1, self.ctx)
         return self.pos[eid]
 
     def _order(self) -> None:
