@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from collsim.emit import gate
-from collsim.emit.gate import VerificationStatus, _verification_status
+from collsim.emit.gate import VerificationStatus
 from collsim.emit.layouts import EmitError
 from collsim.emit.package import SUPPORTED_ARCHS, EmittedProgram, build_program, write_program
 from collsim.errors import InputError, VerificationRefused
@@ -28,7 +28,6 @@ __all__ = [
     "EmitResult",
     "SUPPORTED_ARCHS",
     "VerificationStatus",
-    "_verification_status",
     "emit",
     "emit_all",
     "prepare",
