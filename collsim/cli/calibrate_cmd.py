@@ -20,6 +20,8 @@ import typer
 from collsim.cli.app import app
 from collsim.errors import InputError
 
+__all__ = ["ingest", "compare_cmd", "calibrate_cmd", "validate_cmd"]
+
 
 @app.command("ingest")
 def ingest(
