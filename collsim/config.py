@@ -195,8 +195,8 @@ def resolve_protocol(protocol: Any) -> Any:
 def unsupported_reason(protocol: Any, algorithm: str, ranks: int) -> str | None:
     """Why ``protocol`` cannot run ``algorithm`` on ``ranks`` GPUs, or ``None`` if it can.
 
-    Not an input error: a scenario skips such combinations, :func:`collsim.simulate` refuses them with
-    :class:`~collsim.errors.UnsupportedError`.
+    A scenario skips such combinations with this reason as a note; :func:`collsim.simulate` refuses them
+    with an :class:`~collsim.errors.InputError` listing what can run.
     """
     supported = tuple(getattr(protocol, "algorithms", ()))
     if algorithm not in supported:

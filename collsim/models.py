@@ -466,10 +466,10 @@ def simulate(
     Raises
     ------
     InputError
-        For unknown names and out-of-range values.
+        For unknown names and out-of-range values, and when the protocol has
+        no program for this algorithm or rank count (the message lists what can run).
     UnsupportedError
-        When the protocol has no program for this algorithm or rank count; the
-        message lists what can run.
+        When the model cannot cost this configuration.
     """
     config = RunConfig(topology=topology, protocol=protocol, algorithm=algorithm, launch=launch, dtype=dtype,
                        op=op, ranks=ranks, channels=channels, size_bytes=size_bytes)
@@ -486,16 +486,15 @@ def checked_request(config: RunConfig, model: str | None = None, costs: Mapping[
 
     Raises
     ------
-    UnsupportedError
-        When the protocol has no program for this algorithm or rank count (the message lists what can run).
     InputError
-        For an unknown model or a cost override the model cannot use.
+        When the protocol has no program for this algorithm or rank count (the message lists what can run),
+        for an unknown model or a cost override the model cannot use.
     """
     why = config.unsupported_reason()
     if why:
         proto, algorithm = config.protocol, config.algorithm
         runnable = [a for a in algorithm_names() if a in tuple(proto.algorithms)]
-        raise UnsupportedError(
+        raise InputError(
             f"cannot run {proto.name} {algorithm} on {config.ranks} ranks: {why}",
             field="algorithm" if algorithm not in runnable else "ranks",
             choices=runnable if algorithm not in runnable else None,

@@ -81,7 +81,7 @@ def test_run_config_resolves_and_checks_in_order():
 
 def test_checked_request_refuses_what_the_protocol_cannot_run():
     barrier_ring = RunConfig(topology="hgx-h100", protocol="barrier", algorithm="ring", ranks=8, size_bytes=8)
-    with pytest.raises(UnsupportedError, match="^algorithm: cannot run barrier ring on 8 ranks") as err:
+    with pytest.raises(InputError, match="^algorithm: cannot run barrier ring on 8 ranks") as err:
         checked_request(barrier_ring, model="quantum")  # what cannot run is said before the model is looked up
     assert err.value.choices == ["one-shot", "two-shot"]
     ll_ring = RunConfig(topology="hgx-h100", protocol="ll", algorithm="ring", ranks=4, size_bytes="4KiB")

@@ -13,7 +13,7 @@ from collsim.emit.cuda import MARKER
 from collsim.emit.package import STATIC_FILES
 from collsim.emit.plan import iter_nodes, plan_for
 from collsim.emit.ptxcheck import check_ptx
-from collsim.errors import UnsupportedError, VerificationRefused
+from collsim.errors import InputError, VerificationRefused
 from collsim.ir.ops import Atomic, Fence, Load, Loop, PollUntil, Store
 from collsim.ir.registry import list_mutants, list_protocols, load_protocol
 
@@ -31,7 +31,7 @@ def verdict(monkeypatch):
         value = table.get((protocol, algorithm), table.get("default", "not verified"))
         return VerificationStatus(value, "test verdict")
 
-    monkeypatch.setattr(gate, "_verification_status", fake)
+    monkeypatch.setattr(gate, "verification_status", fake)
     return table
 
 
@@ -71,13 +71,12 @@ def test_refused_without_a_verdict_that_holds(tmp_path, verdict):
 
 
 def test_refused_by_default_when_no_verdict_is_recorded(tmp_path, monkeypatch):
-    """The real gate: a verifier without a cached verdict (or no verifier at all) means 'not verified'."""
-    monkeypatch.setattr(gate, "_find_verdict_for", lambda: None)
-    status = gate._verification_status("ll", "one-shot")
-    assert status.verdict == "not verified" and not status.holds
-    monkeypatch.setattr(gate, "_find_verdict_for", lambda: (lambda *a, **k: None))
-    status = gate._verification_status("ll", "one-shot")
-    assert status.verdict == "not verified" and "collsim verify" in status.detail
+    """The real gate: a verifier without a cached verdict means 'not verified'."""
+    from collsim.verify import verifier
+
+    monkeypatch.setattr(verifier, "verdict_for", lambda *a, **k: None)
+    status = gate.verification_status("ll", "one-shot")
+    assert status.verdict == "not verified" and not status.holds and "collsim verify" in status.detail
     with pytest.raises(VerificationRefused):
         emit("ll", "one-shot", tmp_path / "x")
 
@@ -89,17 +88,23 @@ def test_gate_reads_verifier_results(monkeypatch):
             self.violated = list(violated)
             self.depends_on = ["vector-8B-pairs-untorn"] if ok else []
 
-    monkeypatch.setattr(gate, "_find_verdict_for", lambda: (lambda *a, **k: Result(True)))
-    assert gate._verification_status("ll", "one-shot").holds
-    monkeypatch.setattr(gate, "_find_verdict_for", lambda: (lambda *a, **k: Result(False, ["stale-read"])))
-    status = gate._verification_status("ll", "one-shot")
+    from collsim.verify import verifier
+
+    monkeypatch.setattr(verifier, "verdict_for", lambda *a, **k: Result(True))
+    status = gate.verification_status("ll", "one-shot")
+    assert status.holds and status.detail == "depends on vector-8B-pairs-untorn"
+    monkeypatch.setattr(verifier, "verdict_for", lambda *a, **k: Result(False, ["stale-read"]))
+    status = gate.verification_status("ll", "one-shot")
     assert status.verdict == "violated" and "stale-read" in status.detail
+    monkeypatch.setattr(verifier, "verdict_for", lambda *a, **k: Result(False))
+    assert gate.verification_status("ll", "one-shot").verdict == "unknown"
 
     def boom(*a, **k):
         raise RuntimeError("solver crashed")
 
-    monkeypatch.setattr(gate, "_find_verdict_for", lambda: boom)
-    assert gate._verification_status("ll", "one-shot").verdict == "not verified"
+    monkeypatch.setattr(verifier, "verdict_for", boom)
+    status = gate.verification_status("ll", "one-shot")
+    assert status.verdict == "not verified" and "RuntimeError: solver crashed" in status.detail
 
 
 def test_unverified_marks_every_generated_file(tmp_path, verdict):
@@ -145,13 +150,14 @@ def test_vector_atomics_need_sm90(verdict):
     assert emitted.plan.needs_vector_atomics and emitted.archs == ["sm_90", "sm_100"]
     assert "__CUDA_ARCH__ < 900" in emitted.files["kernel.cu"]
     assert "ALLOWED_ARCHS := sm_90 sm_100" in emitted.files["Makefile"]
-    with pytest.raises(EmitError, match="sm_90"):
+    with pytest.raises(InputError, match="sm_90") as err:
         prepare("ll128-atomic", "one-shot", arch="sm_80")
+    assert err.value.field == "--arch" and err.value.choices == ["sm_90", "sm_100"]
 
 
 def test_unsupported_algorithm_lists_choices(verdict):
     verdict["default"] = "holds"
-    with pytest.raises(UnsupportedError, match="one-shot"):
+    with pytest.raises(InputError, match="one-shot"):
         prepare("ll128-atomic", "ring")
 
 

@@ -51,7 +51,9 @@ KNOWN_CYCLES: list[frozenset[str]] = [
 UNREVIEWED_FUNCTION_IMPORTS: frozenset[str] = frozenset({
     "collsim.algorithms.base",
     "collsim.calibrate.compare",
-    "collsim.calibrate.fit",
+    "collsim.calibrate.evaluate",
+    "collsim.calibrate.identify",
+    "collsim.calibrate.parameters",
     "collsim.calibrate.ingest",
     "collsim.calibrate.mapping",
     "collsim.calibrate.profile",

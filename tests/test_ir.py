@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from collsim.algorithms import generate
-from collsim.errors import ProtocolDefinitionError, UnsupportedError
+from collsim.errors import InputError, ProtocolDefinitionError
 from collsim.ir import (
     AtLeast, Equals, Load, NotEqual, PollUntil, Ref, Store, ProgramBuilder, Program, Sem, Scope,
 )
@@ -28,7 +28,7 @@ def test_six_protocols_ship():
 
 
 def test_unsupported_combination_lists_what_can_run():
-    with pytest.raises(UnsupportedError) as err:
+    with pytest.raises(InputError) as err:
         generate(load_protocol("ll128-atomic"), "ring")
     assert "one-shot" in str(err.value)
 

@@ -342,6 +342,16 @@ def test_unknown_protocols_get_distinct_stable_colours():
     c = F.protocol_colors(["ll", "mutant-b", "mutant-a"])
     assert c["ll"] == F.PROTOCOL_COLORS["ll"]
     assert c["mutant-a"] != c["mutant-b"] and c == F.protocol_colors(["mutant-a", "mutant-b", "ll"])
+    many = F.protocol_colors([f"user-{i}" for i in range(50)] + list(F.PROTOCOL_COLORS))
+    assert len(set(many.values())) == len(many) == 56  # derived past the palette, never a colour twice
+
+
+def test_every_shipped_protocol_has_its_colour_and_place():
+    from collsim.algorithms import ALGORITHMS
+    from collsim.ir.registry import list_protocols
+
+    assert set(F.PROTOCOL_COLORS) == set(list_protocols()) == set(F._PROTOCOL_ORDER)
+    assert tuple(F._ALGORITHM_ORDER) == tuple(ALGORITHMS)
 
 
 # ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import pytest
 import collsim
 from collsim import models, resultsfile
 from collsim.runner import rows as runner_rows, run as runner
-from collsim.errors import UnsupportedError
+from collsim.errors import InputError, UnsupportedError
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
@@ -147,7 +147,7 @@ def test_simulate_cli(collsim_cli):
 def test_simulate_api_defaults_and_errors():
     r = collsim.simulate(model="analytic")
     assert r.latency_us > 0 and r.model == "analytic"
-    with pytest.raises(UnsupportedError) as err:
+    with pytest.raises(InputError) as err:
         collsim.simulate(protocol="barrier", algorithm="ring", model="analytic")
     assert err.value.choices == ["one-shot", "two-shot"]
     r = collsim.simulate(model="analytic", timeline=True)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from collsim.errors import UnsupportedError
+from collsim.errors import InputError
 from collsim.ir.expr import MSG, NRANKS, Expr, ceil_div
 from collsim.ir.ops import KernelBoundary
 from collsim.ir.program import Program, ProgramBuilder
@@ -36,13 +36,13 @@ def generate(protocol: Protocol, algorithm: str) -> Program:
 
     Raises
     ------
-    UnsupportedError
+    InputError
         if the protocol has no program for the algorithm; the message lists the ones it has.
     """
     if algorithm not in ALGORITHMS:
-        raise UnsupportedError(f"unknown algorithm {algorithm!r}", field="algorithm", choices=ALGORITHMS)
+        raise InputError(f"unknown algorithm {algorithm!r}", field="algorithm", choices=ALGORITHMS)
     if algorithm not in protocol.algorithms:
-        raise UnsupportedError(
+        raise InputError(
             f"protocol {protocol.name!r} has no {algorithm} program",
             field="algorithm",
             choices=protocol.algorithms,

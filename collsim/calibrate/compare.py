@@ -82,12 +82,12 @@ def measured_keys(measured: pd.DataFrame, topology: str | None = None) -> pd.Dat
     """The join keys of every measured row: ``collective, ranks, size_bytes, algorithm, protocol, launch,
     topology, gpu, family, measured_us`` (``""`` = not stated)."""
     from collsim.calibrate.mapping import (
-        _time,
         family_of,
         gpu_model,
         known_algorithm,
         known_protocol,
         launch_of,
+        measured_time_us,
     )
 
     out = []
@@ -109,7 +109,7 @@ def measured_keys(measured: pd.DataFrame, topology: str | None = None) -> pd.Dat
             "family": family_of(row)[1],
             "source": str(row.get("source") or ""),
             "line": row.get("source_line"),
-            "measured_us": _time(row),
+            "measured_us": measured_time_us(row),
         })
     return pd.DataFrame(out)
 

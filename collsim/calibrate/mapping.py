@@ -62,12 +62,13 @@ __all__ = [
     "GPU_PRESETS",
     "SUBSTITUTIONS",
     "MAPPED_COLUMNS",
-    "Mapping",
+    "RowMapping",
     "gpu_model",
     "map_row",
     "map_measurements",
     "nccl_default_choice",
     "family_of",
+    "measured_time_us",
     "launch_of",
     "known_algorithm",
     "known_protocol",
@@ -118,8 +119,8 @@ _TREE_CORRECTION = {
 
 
 @dataclass(frozen=True)
-class Mapping:
-    """What one measured row maps to, or why it does not."""
+class RowMapping:
+    """What one measured row maps to (a modelled configuration and the rule that chose it), or why it does not."""
 
     family: str
     label: str
@@ -198,7 +199,7 @@ def _algorithm_text(row: Any) -> str:
     return m.group(1).strip() if m else ""
 
 
-def _time(row: Any) -> float | None:
+def measured_time_us(row: Any) -> float | None:
     """The out-of-place time, else the in-place one (nccl-tests prints both; some sources only one)."""
     for key in ("time_us", "time_us_inplace"):
         value = row.get(key)
@@ -360,8 +361,8 @@ def known_protocol(row: Any) -> str:
     return proto if proto in ("ll", "ll128", "simple") else ""
 
 
-def _unmapped(fam: tuple[str, str], reason: str, **kw: Any) -> Mapping:
-    return Mapping(fam[0], fam[1], False, reason=reason, **kw)
+def _unmapped(fam: tuple[str, str], reason: str, **kw: Any) -> RowMapping:
+    return RowMapping(fam[0], fam[1], False, reason=reason, **kw)
 
 
 def _implementation(library: str, algorithm: str) -> tuple[str, str] | str:
@@ -430,7 +431,7 @@ def _topology_for(row: Any, ranks: int | None, topology: str | None) -> tuple[st
     return preset, note, gpu
 
 
-def map_row(row: Any, *, topology: str | None = None) -> Mapping:
+def map_row(row: Any, *, topology: str | None = None) -> RowMapping:
     """Map one measurement row (a mapping or Series with the measurement columns)."""
     fam = family_of(row)
     notes = _text(row.get("notes")).lower()
@@ -443,7 +444,7 @@ def map_row(row: Any, *, topology: str | None = None) -> Mapping:
         return _unmapped(fam, "the source marks this value as an outlier")
     if "do not use" in notes:
         return _unmapped(fam, "the source says not to use these numbers")
-    if _time(row) is None:
+    if measured_time_us(row) is None:
         return _unmapped(fam, "no time")
     size = _int(row.get("size_bytes"))
     if not size or size <= 0:
@@ -467,7 +468,7 @@ def map_row(row: Any, *, topology: str | None = None) -> Mapping:
     preset, substitution, _gpu = where
     kind, what = impl
     if kind == "barrier":
-        return Mapping(fam[0], fam[1], True, rule=f"{what} with a signal-pad barrier = barrier/{what}; {launch_rule}",
+        return RowMapping(fam[0], fam[1], True, rule=f"{what} with a signal-pad barrier = barrier/{what}; {launch_rule}",
                        substitution=substitution, topology=preset, ranks=ranks, algorithm=what,
                        protocol="barrier", launch=launch)
     # NCCL
@@ -477,7 +478,7 @@ def map_row(row: Any, *, topology: str | None = None) -> Mapping:
     forced_ring = "ring" in algo_col and (not algo_col.startswith("nccl default") or "harness" in algo_col)
     known_proto = known_protocol(row)
     if forced_ring and known_proto:
-        return Mapping(fam[0], fam[1], True, rule=f"NCCL ring/{known_proto} as stated; {launch_rule}",
+        return RowMapping(fam[0], fam[1], True, rule=f"NCCL ring/{known_proto} as stated; {launch_rule}",
                        substitution=substitution, topology=preset, ranks=ranks, algorithm="ring",
                        protocol=known_proto, launch=launch)
     candidates = ("ring",) if forced_ring else ("ring", "tree", "nvls")
@@ -490,19 +491,19 @@ def map_row(row: Any, *, topology: str | None = None) -> Mapping:
         algo, proto = min(allowed, key=allowed.__getitem__).split("/")
         if algo != "ring":
             return _unmapped(fam, f"NCCL's tuner would pick {algo.upper()}/{proto} at this size (not modelled)")
-        return Mapping(fam[0], fam[1], True, rule=f"NCCL_PROTO={known_proto}, tuner picks ring; {launch_rule}",
+        return RowMapping(fam[0], fam[1], True, rule=f"NCCL_PROTO={known_proto}, tuner picks ring; {launch_rule}",
                        substitution=substitution, topology=preset, ranks=ranks, algorithm="ring",
                        protocol=known_proto, launch=launch)
     if algo != "ring":
         return _unmapped(fam, f"NCCL's tuner would pick {algo.upper()}/{proto} at this size (not modelled)")
     why = "ring as the source states" if forced_ring else "NCCL default"
-    return Mapping(fam[0], fam[1], True, rule=f"{why}: tuner's protocol for ring is {proto}; {launch_rule}",
+    return RowMapping(fam[0], fam[1], True, rule=f"{why}: tuner's protocol for ring is {proto}; {launch_rule}",
                    substitution=substitution, topology=preset, ranks=ranks, algorithm="ring",
                    protocol=proto, launch=launch)
 
 
 def map_measurements(table: pd.DataFrame, *, topology: str | None = None) -> pd.DataFrame:
-    """``table`` with the columns :data:`MAPPED_COLUMNS` added (one :class:`Mapping` per row).
+    """``table`` with the columns :data:`MAPPED_COLUMNS` added (one :class:`RowMapping` per row).
 
     ``topology`` names the preset of rows that carry neither a topology nor
     a GPU name (``collsim calibrate --topology``).
@@ -520,5 +521,5 @@ def map_measurements(table: pd.DataFrame, *, topology: str | None = None) -> pd.
     out["m_algorithm"] = [m.algorithm for m in maps]
     out["m_protocol"] = [m.protocol for m in maps]
     out["m_launch"] = [m.launch for m in maps]
-    out["measured_us"] = [_time(r) for r in out.to_dict("records")]
+    out["measured_us"] = [measured_time_us(r) for r in out.to_dict("records")]
     return out

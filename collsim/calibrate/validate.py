@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from collsim.errors import InputError
+from collsim.errors import InputError, UnsupportedError
 
 __all__ = [
     "DEFAULT_MEASURED",
@@ -38,7 +38,7 @@ __all__ = [
 #: The published-measurements table, relative to the repository root.
 DEFAULT_MEASURED = "../shared/data/measured/allreduce_measured.csv"
 
-#: Parameters ``collsim validate`` fits when none are named (aliases; see collsim.calibrate.fit.ALIASES).
+#: Parameters ``collsim validate`` fits when none are named (aliases; see collsim.calibrate.parameters.ALIASES).
 DEFAULT_PARAMS: dict[str, tuple[str, ...]] = {
     "des": ("launch", "start", "hop_latency", "poll", "fence", "cta_bw", "bw_efficiency"),
     "analytic": ("launch", "base_latency", "hop_latency", "bw_efficiency", "ll_max_bw", "nvlink_bw"),
@@ -160,7 +160,9 @@ def validate(
     """Run the validation (see the module docstring) and return its results."""
     import warnings
 
-    from collsim.calibrate.fit import Evaluator, calibrate, configs_of, error_summary
+    from collsim.calibrate.accuracy import error_summary
+    from collsim.calibrate.evaluate import Evaluator, configs_of
+    from collsim.calibrate.fit import calibrate
     from collsim.calibrate.ingest import IngestWarning, read_measurements
     from collsim.calibrate.mapping import map_measurements
     from collsim.calibrate.measurements import usable
@@ -206,7 +208,7 @@ def validate(
             say(f"calibrating {ev.model} on {gen} ({len(sub)} rows, {k} folds)")
             try:
                 cal = calibrate(sub, names, evaluator=ev, folds=k, seed=seed, strict=False, source=str(path))
-            except InputError as err:
+            except (InputError, UnsupportedError) as err:
                 fits[gen] = err.message
                 continue
             fits[gen] = cal

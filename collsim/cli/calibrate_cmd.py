@@ -20,6 +20,8 @@ import typer
 from collsim.cli.app import app
 from collsim.errors import InputError
 
+__all__ = ["ingest", "compare_cmd", "calibrate_cmd", "validate_cmd"]
+
 
 @app.command("ingest")
 def ingest(
@@ -233,7 +235,8 @@ def calibrate_cmd(
     the error before and after on the training folds and the held-out fold.
     Parameters the data cannot identify are refused with the reason.
     """
-    from collsim.calibrate.fit import Evaluator, calibrate, configs_of
+    from collsim.calibrate.evaluate import Evaluator, configs_of
+    from collsim.calibrate.fit import calibrate
     from collsim.calibrate.mapping import map_measurements
     from collsim.calibrate.profile import profile_document, write_profile
     from collsim.calibrate.validate import DEFAULT_PARAMS

@@ -12,6 +12,8 @@ import typer
 from collsim.cli.app import app
 from collsim.errors import InputError, VerificationRefused
 
+__all__ = ["emit_cmd"]
+
 
 @app.command("emit")
 def emit_cmd(

@@ -41,10 +41,10 @@ def litmus(
     """Decide every test of FILE under MODEL; exit 0 if all agree with 'expected', else 1."""
     from collsim.errors import InputError
     from collsim.verify.litmus import evaluate, load_jsonl, summary
-    from collsim.verify.models import MODELS
+    from collsim.verify.models import MEMORY_MODELS
 
-    if model not in MODELS:
-        raise InputError(f"unknown memory model '{model}'", field="--model", choices=sorted(MODELS))
+    if model not in MEMORY_MODELS:
+        raise InputError(f"unknown memory model '{model}'", field="--model", choices=sorted(MEMORY_MODELS))
     if timeout <= 0:
         raise InputError("the timeout must be positive", field="--timeout")
     start = time.perf_counter()

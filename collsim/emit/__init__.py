@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from collsim.emit import gate
-from collsim.emit.gate import VerificationStatus, _verification_status
+from collsim.emit.gate import VerificationStatus
 from collsim.emit.layouts import EmitError
 from collsim.emit.package import SUPPORTED_ARCHS, EmittedProgram, build_program, write_program
-from collsim.errors import UnsupportedError, VerificationRefused
+from collsim.errors import InputError, VerificationRefused
 from collsim.ir.protocol import Protocol
 
 __all__ = [
@@ -28,7 +28,6 @@ __all__ = [
     "EmitResult",
     "SUPPORTED_ARCHS",
     "VerificationStatus",
-    "_verification_status",
     "emit",
     "emit_all",
     "prepare",
@@ -73,15 +72,15 @@ def prepare(protocol: Protocol | str, algorithm: str, *, unverified: bool = Fals
     ------
     VerificationRefused
         when the verdict is not "holds" and ``unverified`` is false.
-    UnsupportedError
-        when the protocol has no program for ``algorithm`` (from :func:`collsim.algorithms.generate`).
+    InputError
+        when the protocol has no program for ``algorithm``, or ``arch`` is unknown or too old for it.
     EmitError
-        when an IR construct has no CUDA translation.
+        when an IR construct has no CUDA translation (an :class:`~collsim.errors.UnsupportedError`).
     """
     proto = _load(protocol)
     if algorithm not in proto.algorithms:
-        raise UnsupportedError(f"protocol {proto.name!r} has no {algorithm} program", field="algorithm",
-                               choices=proto.algorithms)
+        raise InputError(f"protocol {proto.name!r} has no {algorithm} program", field="--algorithm",
+                         choices=proto.algorithms)
     status = gate.verification_status(proto.name, algorithm, solve=verify)
     if not status.holds and not unverified:
         raise VerificationRefused(refusal_message(proto.name, algorithm, status))

@@ -19,7 +19,7 @@ __all__ = ["Element", "LanePattern", "LayoutPlan", "plan_layout", "EmitError"]
 
 
 class EmitError(UnsupportedError):
-    """The emitter cannot print an IR construct, or a target cannot run it (the message says which and why)."""
+    """The emitter cannot print an IR construct (the message says which and why): a limitation, exit status 1."""
 
 
 @dataclass(frozen=True)

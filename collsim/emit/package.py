@@ -23,6 +23,7 @@ from collsim.emit.cuda import describe_op, generate_kernel_source
 from collsim.emit.gate import VerificationStatus
 from collsim.emit.layouts import EmitError
 from collsim.emit.plan import ProgramPlan, iter_nodes, plan_for
+from collsim.errors import InputError
 from collsim.ir.expr import Expr
 from collsim.ir.ops import Loop
 from collsim.ir.protocol import Protocol
@@ -383,10 +384,10 @@ def build_program(protocol: Protocol, algorithm: str, status: VerificationStatus
         raise EmitError(f"{protocol.name}/{algorithm}: at most 8 buffers and 8 registers are supported")
     emitted = EmittedProgram(protocol, algorithm, plan, status, unverified, arch)
     if arch not in SUPPORTED_ARCHS:
-        raise EmitError(f"unknown architecture {arch!r} (known: {', '.join(SUPPORTED_ARCHS)})")
+        raise InputError(f"unknown architecture {arch!r}", field="--arch", choices=SUPPORTED_ARCHS)
     if arch not in emitted.archs:
-        raise EmitError(f"{protocol.name}/{algorithm} cannot target {arch}: it needs sm_{emitted.min_sm} or newer "
-                        "(vector red/atom)")
+        raise InputError(f"{protocol.name}/{algorithm} cannot target {arch}: it needs sm_{emitted.min_sm} or newer "
+                         "(vector red/atom)", field="--arch", choices=emitted.archs)
     files = {"kernel.cu": _kernel_file(emitted)}
     for name in STATIC_FILES:
         comment = "//"

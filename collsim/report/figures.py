@@ -12,6 +12,7 @@ than building the figure); ``plotly.graph_objects.Figure(fig)`` validates one
 """
 from __future__ import annotations
 
+import colorsys
 import math
 from functools import cached_property, lru_cache
 from collections.abc import Mapping, Sequence
@@ -23,12 +24,14 @@ import pandas as pd
 from collsim.tune.ties import DEFAULT_TOLERANCE_PCT, rank_choices
 from collsim.report.data import normalize_measured
 from collsim.units import format_size
+from collsim.algorithms import ALGORITHMS
 
 Figure = dict  # {"data": [trace dicts], "layout": {...}}
 
 __all__ = [
     "Figure",
     "PROTOCOL_COLORS",
+    "UNMODELLED_COLOR",
     "COMPONENTS",
     "DEFAULT_SIZES",
     "ReportData",
@@ -43,7 +46,8 @@ __all__ = [
     "busbw_vs_size",
 ]
 
-#: Fixed colours of the protocols collsim ships, so every report agrees.
+#: Fixed colours of the protocols collsim ships (every one in collsim.ir.registry.list_protocols(): a test
+#: checks), so every report agrees.
 PROTOCOL_COLORS: dict[str, str] = {
     "simple": "#1f77b4",
     "ll": "#d62728",
@@ -52,10 +56,14 @@ PROTOCOL_COLORS: dict[str, str] = {
     "sentinel": "#ff7f0e",
     "barrier": "#8c564b",
 }
-#: Colours for any other protocol (mutants, user protocols), in name order.
+#: Colours for any other protocol (mutants, user protocols), in name order; more are derived (:func:`_extra_color`).
 _EXTRA_COLORS = ("#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173")
+#: Report order of the shipped protocols (the others follow in name order; a test checks it names them all).
 _PROTOCOL_ORDER = ("barrier", "simple", "ll", "ll128", "ll128-atomic", "sentinel")
-_ALGORITHM_ORDER = ("one-shot", "two-shot", "ring")
+#: Report order of the algorithms: the order collsim.algorithms declares them in.
+_ALGORITHM_ORDER = ALGORITHMS
+#: Colour of measured points whose protocol has no modelled series in the report.
+UNMODELLED_COLOR = "#111111"
 _DASHES = {"one-shot": "solid", "two-shot": "dash", "ring": "dot"}
 _EXTRA_DASHES = ("dashdot", "longdash", "longdashdot")
 _SYMBOLS = {"one-shot": "circle", "two-shot": "square", "ring": "diamond"}
@@ -104,15 +112,45 @@ def _sort_key(order: Sequence[str]):
     return key
 
 
+def _extra_color(i: int) -> str:
+    """The colour of the ``i``-th other protocol: :data:`_EXTRA_COLORS`, then hues a golden angle apart."""
+    if i < len(_EXTRA_COLORS):
+        return _EXTRA_COLORS[i]
+    hue = ((i - len(_EXTRA_COLORS)) * 137.508 + 200.0) % 360.0 / 360.0
+    lightness = (0.42, 0.56, 0.34)[(i - len(_EXTRA_COLORS)) % 3]
+    r, g, b = colorsys.hls_to_rgb(hue, lightness, 0.62)
+    return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
+
+
 def protocol_colors(protocols: Sequence[str]) -> dict[str, str]:
-    """A colour per protocol: fixed for known ones, then :data:`_EXTRA_COLORS` in name order."""
+    """A colour per protocol, the same for the same protocols whatever their order, never one colour twice.
+
+    Shipped protocols have their :data:`PROTOCOL_COLORS`; the others get
+    :func:`_extra_color` in name order.
+
+    Examples
+    --------
+    >>> c = protocol_colors(["ll", "mine", "theirs"])
+    >>> c["ll"] == PROTOCOL_COLORS["ll"], c["mine"], c["theirs"]
+    (True, '#e377c2', '#17becf')
+    >>> len(set(protocol_colors([f"p{i}" for i in range(40)]).values()))
+    40
+    """
     out = {}
     extra = sorted(p for p in set(protocols) if p not in PROTOCOL_COLORS)
     for p in protocols:
         if p in PROTOCOL_COLORS:
             out[p] = PROTOCOL_COLORS[p]
-    for i, p in enumerate(extra):
-        out[p] = _EXTRA_COLORS[i % len(_EXTRA_COLORS)]
+    used = set(out.values())
+    i = 0
+    for p in extra:
+        color = _extra_color(i)
+        while color in used:
+            i += 1
+            color = _extra_color(i)
+        out[p] = color
+        used.add(color)
+        i += 1
     return out
 
 
@@ -318,7 +356,7 @@ def _by_size(data: ReportData, ycol: str, title: str, ytitle: str, *, limit: Map
         launches = sorted(set(data.measured_points(view0, key)["launch"]) - {""})
         bits = [x for x in (p, a) if x] + launches
         name = f"measured: {label}" + (f" ({', '.join(bits)})" if bits else "")
-        color = data.colors.get(p, "#111111")
+        color = data.colors.get(p, UNMODELLED_COLOR)
         traces.append(
             dict(
                 type="scatter", x=xs, y=ys, customdata=cd, mode="markers", name=name, legendgroup="measured",

@@ -34,7 +34,7 @@ from collsim.tune.files import default_names
 from collsim.resultsfile import FLOAT_FORMAT
 from collsim.version import __version__
 
-__all__ = ["FIGURE_IDS", "build_report", "write_report"]
+__all__ = ["FIGURE_IDS", "build_report", "write_report", "figure_html", "page_templates"]
 
 #: The div id of each figure (fixed, so reports are byte-identical and testable).
 FIGURE_IDS: dict[str, str] = {
@@ -54,7 +54,8 @@ _PLOT_CONFIG = {
 }
 
 
-def _fig_html(fig: Any, div_id: str, first: bool) -> str:
+def figure_html(fig: Any, div_id: str, first: bool) -> str:
+    """One figure as an HTML fragment (``first``: with plotly.js inline); the review page uses it too."""
     config = dict(_PLOT_CONFIG)
     config["toImageButtonOptions"] = dict(config["toImageButtonOptions"], filename=div_id)
     import plotly.io as pio
@@ -286,7 +287,8 @@ def _downloads(frame: pd.DataFrame, meta: Mapping[str, Any], tolerance_pct: floa
 
 
 @lru_cache(maxsize=1)
-def _template():
+def page_templates():
+    """``(jinja2 environment, template folder)`` of the report's templates (the review page extends them)."""
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
     here = Path(__file__).parent / "templates"
@@ -334,11 +336,11 @@ def build_report(
     figs.append(("busbw", F.busbw_vs_size(data)))
     fragments = {}
     for i, (key, fig) in enumerate(figs):
-        fragments[key] = _fig_html(fig, FIGURE_IDS[key], first=i == 0)
+        fragments[key] = figure_html(fig, FIGURE_IDS[key], first=i == 0)
     header = _header(frame, meta, data)
     limits = F.link_limits(meta)
     chosen = F.chosen_sizes(data)
-    env, here = _template()
+    env, here = page_templates()
     page = env.get_template("report.html.j2").render(
         h=header,
         figs=fragments,

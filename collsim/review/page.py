@@ -394,19 +394,13 @@ def _cell(res: Any) -> dict[str, str]:
     return {"cls": cls, "text": "VIOLATED" if res.violated else res.status, "title": res.reason or res.note or ""}
 
 
-def _fig_html(fig: dict[str, Any], div_id: str, first: bool) -> str:
-    from collsim.report.render import _fig_html as report_fig_html
-
-    return report_fig_html(fig, div_id, first)
-
-
 def build_page(r: Review) -> str:
     """The review page as one HTML string."""
     from collsim import __version__
-    from collsim.report.render import _template as report_template
+    from collsim.report.render import figure_html, page_templates
     from collsim.verify.properties import PROPERTIES, PROPERTY_TITLES
 
-    env, here = report_template()
+    env, here = page_templates()
     first = True
     figs: dict[str, str] = {}
     trace_counts: dict[str, int] = {}
@@ -418,7 +412,7 @@ def build_page(r: Review) -> str:
         fig = counterexample_figure(cj, f"{c['title']} ({where})")
         anchor = f"cex-{i + 1}"
         cexs.append({"anchor": anchor, "heading": f"{c['title']}: {where}", "reason": cj["reason"],
-                     "fig": _fig_html(fig, f"fig-{anchor}", first), "ntraces": len(fig["data"]),
+                     "fig": figure_html(fig, f"fig-{anchor}", first), "ntraces": len(fig["data"]),
                      "text": c["cex"].render() + f"\n\nbound: {c['bound']}"})
         first = False
     rows = [rec for rec in r.records if rec.get("latency_us") is not None]
@@ -431,7 +425,7 @@ def build_page(r: Review) -> str:
         data = F.ReportData(frame, {})
         for key, fig in (("latency_size", F.latency_vs_size(data)), ("latency_ranks", F.latency_vs_ranks(data)),
                          ("winner", F.winner_map(data))):
-            figs[key] = _fig_html(fig, FIXED_FIGURES[key], first)
+            figs[key] = figure_html(fig, FIXED_FIGURES[key], first)
             trace_counts[key] = len(fig["data"])
             first = False
     vrows = []

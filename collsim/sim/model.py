@@ -21,11 +21,11 @@ from collsim.ir.program import Program
 from collsim.models import SimRequest, SimResult
 from collsim.sim.channels import default_channels
 from collsim.sim.costs import GENERATIONS, Costs, load_costs
-from collsim.sim.links import SharedPipeSaturated
+from collsim.sim.links import FoldAbandoned
 from collsim.sim.lower import Lowered, lower
 from collsim.sim.memo import PerTopology
 from collsim.sim.simulation import Outcome, Simulation, _route_facts, _route_table, buffer_inits
-from collsim.sim.symmetry import Fold, Rotation, SimultaneousWrites, fold_or_reason, rotation_or_reason
+from collsim.sim.symmetry import Fold, Rotation, fold_or_reason, rotation_or_reason
 from collsim.sim.trace import Step, breakdown_of, critical_path
 
 __all__ = ["DesRun", "run_des", "des_model", "program_for", "generation_of", "symmetry_of"]
@@ -214,7 +214,7 @@ def _run_des(request: SimRequest, symmetric: bool = False) -> DesRun:
         try:
             outcome = Simulation(topo, n, items, inits, costs, channels, start, launch_us, fold=fold).run()
             symmetry = f"rank 0 simulated for all {n} ranks: each runs rank 0's program rotated by its rank"
-        except (SharedPipeSaturated, SimultaneousWrites, CollsimError) as err:
+        except (FoldAbandoned, CollsimError) as err:
             # order-dependent sharing or writes, or a hang: the full simulation decides
             symmetry = f"every rank simulated: one rank's simulation was abandoned ({err})"
     elif fold is not None:

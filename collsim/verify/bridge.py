@@ -23,6 +23,7 @@ from typing import Any
 
 import z3
 
+from collsim.errors import UnsupportedError
 from collsim.verify.events import Program, rmw_result
 from collsim.verify.lower import Bounds, Event, Instr, Lowered
 from collsim.verify.properties import Execution
@@ -32,7 +33,7 @@ __all__ = ["Unsupported", "Converted", "to_lowered", "native_exists", "native_ou
 _INSTR_KIND = {"W": "store", "R": "load", "RMW": "rmw", "F": "fence", "BAR": "bar"}
 
 
-class Unsupported(ValueError):
+class Unsupported(UnsupportedError):
     """The program uses a feature outside the verifier's event form."""
 
 

@@ -40,7 +40,8 @@ import z3
 
 from collsim.verify.lower import Event, Instr, Lin, Lowered, RefRun
 
-__all__ = ["Execution", "PROPERTIES", "PROPERTY_TITLES", "normalize_property", "Query"]
+__all__ = ["Execution", "PROPERTIES", "PROPERTY_TITLES", "normalize_property", "Query", "consumer_instrs",
+           "stale_or_early", "torn", "data_race", "hang", "postcondition", "sentinel_collision"]
 
 #: properties in report order
 PROPERTIES = (
@@ -88,12 +89,19 @@ class Execution:
         Let polls be stuck (hang check) instead of requiring every thread to finish.
     symbolic_inputs : bool
         Input elements are unconstrained integers instead of distinct constants.
+    ctx : z3.Context, optional
+        The context every term and the solver are built in (default: z3's main
+        context, which the terms of an event program converted by
+        :mod:`collsim.verify.bridge` live in). The verifier passes a fresh one
+        per verification, so what this process solved before does not change
+        a verdict or its counterexample.
     """
 
     def __init__(self, low: Lowered, model: str = "ptx", liveness: bool = False,
-                 symbolic_inputs: bool = False) -> None:
+                 symbolic_inputs: bool = False, ctx: z3.Context | None = None) -> None:
         if model not in ("ptx", "sc"):
             raise ValueError(f"memory model is 'ptx' or 'sc', not {model!r}")
+        self.ctx = ctx if ctx is not None else z3.main_ctx()
         self.low = low
         self.model = model
         self.live = liveness
@@ -105,8 +113,9 @@ class Execution:
         self._inputs = low.input_env()
         self.input_terms: dict[tuple, Any] = {}
         for key, value in self._inputs.items():
-            self.input_terms[key] = z3.Int("in_%d_%d_%d" % key[1:]) if symbolic_inputs else z3.IntVal(value)
-        self.read_var: dict[int, Any] = {e.id: z3.Int(f"v{e.id}") for e in self.ev if e.is_read}
+            self.input_terms[key] = (z3.Int("in_%d_%d_%d" % key[1:], ctx=self.ctx) if symbolic_inputs
+                                     else z3.IntVal(value, ctx=self.ctx))
+        self.read_var: dict[int, Any] = {e.id: z3.Int(f"v{e.id}", ctx=self.ctx) for e in self.ev if e.is_read}
         self._build_exec()
         self._build_rf()
         self._build_co()
@@ -120,12 +129,12 @@ class Execution:
     def fresh(self, prefix: str, sort: str = "bool") -> Any:
         self._fresh += 1
         name = f"{prefix}!{self._fresh}"
-        return z3.Bool(name) if sort == "bool" else z3.Int(name)
+        return z3.Bool(name, ctx=self.ctx) if sort == "bool" else z3.Int(name, ctx=self.ctx)
 
     def lin(self, value: Lin) -> Any:
         if isinstance(value, z3.ExprRef):  # events converted from the event interface
             return value
-        terms = [z3.IntVal(value.c)] if value.c or not value.terms else []
+        terms = [z3.IntVal(value.c, ctx=self.ctx)] if value.c or not value.terms else []
         for key, coeff in value.terms.items():
             atom = self.input_terms[key] if key[0] == "in" else self.read_var[key[1]]
             terms.append(atom if coeff == 1 else coeff * atom)
@@ -134,7 +143,7 @@ class Execution:
     def wval(self, w: Event | None, loc: tuple) -> Any:
         """The value a write (``None``: the initial value of ``loc``) stores."""
         if w is None:
-            return z3.IntVal(self.low.init[loc])
+            return z3.IntVal(self.low.init[loc], ctx=self.ctx)
         return self.lin(w.value)
 
     def rval(self, r: Event) -> Any:
@@ -172,8 +181,8 @@ class Execution:
         self.stuck: dict[int, Any] = {}
         self.reached: dict[tuple[int, int], Any] = {}
         if not self.live:
-            self._exec = {e.id: low.guards.get(e.id, z3.BoolVal(True)) for e in self.ev}
-            self.passed_all = z3.BoolVal(True)
+            self._exec = {e.id: low.guards.get(e.id, z3.BoolVal(True, ctx=self.ctx)) for e in self.ev}
+            self.passed_all = z3.BoolVal(True, ctx=self.ctx)
             return
         bars: dict[tuple, list[Instr]] = {}
         for thread in low.threads:
@@ -182,14 +191,14 @@ class Execution:
                     bars.setdefault(instr.events[0].bar, []).append(instr)
         for t, thread in enumerate(low.threads):
             for instr in thread:
-                self.reached[(t, instr.index)] = z3.Bool(f"reach_{t}_{instr.index}")
+                self.reached[(t, instr.index)] = z3.Bool(f"reach_{t}_{instr.index}", ctx=self.ctx)
         for t, thread in enumerate(low.threads):
             self.cons.append(self.reached[(t, 0)]) if thread else None
             for instr in thread:
                 here = self.reached[(t, instr.index)]
                 passes = [here]
                 if instr.kind == "poll":
-                    s = z3.Bool(f"stuck_{instr.id}")
+                    s = z3.Bool(f"stuck_{instr.id}", ctx=self.ctx)
                     self.stuck[instr.id] = s
                     self.cons.append(z3.Implies(s, here))
                     passes.append(z3.Not(s))
@@ -197,9 +206,9 @@ class Execution:
                     passes += [self.reached[(m.thread, m.index)] for m in bars[instr.events[0].bar]]
                 nxt = self.reached.get((t, instr.index + 1))
                 if nxt is not None:
-                    self.cons.append(nxt == z3.And(passes))
+                    self.cons.append(nxt == z3.And(passes, self.ctx))
                 else:
-                    self.reached[(t, "done")] = z3.And(passes)
+                    self.reached[(t, "done")] = z3.And(passes, self.ctx)
         self._exec = {e.id: self.reached[(e.thread, e.instr)] for e in self.ev}
 
     def exe(self, e: Event) -> Any:
@@ -237,7 +246,7 @@ class Execution:
             self.cands[r.id] = cands
             lits = []
             for w in cands:
-                v = z3.Bool(f"rf_{'i' if w is None else w.id}_{r.id}")
+                v = z3.Bool(f"rf_{'i' if w is None else w.id}_{r.id}", ctx=self.ctx)
                 self.rf[(None if w is None else w.id, r.id)] = v
                 lits.append(v)
                 self.cons.append(z3.Implies(v, self.rval(r) == self.wval(w, r.loc)))
@@ -247,13 +256,13 @@ class Execution:
                 self.cons.append(z3.Not(self.exe(r)))
                 continue
             if self.live or self.low.guards:
-                self.cons.append(z3.Implies(self.exe(r), z3.PbEq([(x, 1) for x in lits], 1)))
-                self.cons.append(z3.Implies(z3.Not(self.exe(r)), z3.Not(z3.Or(lits))))
+                self.cons.append(z3.Implies(self.exe(r), z3.PbEq([(x, 1) for x in lits], 1, ctx=self.ctx)))
+                self.cons.append(z3.Implies(z3.Not(self.exe(r)), z3.Not(z3.Or(lits, self.ctx))))
             else:
-                self.cons.append(z3.PbEq([(x, 1) for x in lits], 1))
+                self.cons.append(z3.PbEq([(x, 1) for x in lits], 1, ctx=self.ctx))
 
     def rf_lit(self, w: Event | None, r: Event) -> Any:
-        return self.rf.get((None if w is None else w.id, r.id), z3.BoolVal(False))
+        return self.rf.get((None if w is None else w.id, r.id), z3.BoolVal(False, ctx=self.ctx))
 
     # -- coherence order -------------------------------------------------------
     def _build_co(self) -> None:
@@ -264,14 +273,14 @@ class Execution:
                 for b in ws[i + 1:]:
                     if a.thread == b.thread:
                         first, second = (a, b) if a.instr < b.instr else (b, a)
-                        self.co[(first.id, second.id)] = z3.BoolVal(True)
-                        self.co[(second.id, first.id)] = z3.BoolVal(False)
+                        self.co[(first.id, second.id)] = z3.BoolVal(True, ctx=self.ctx)
+                        self.co[(second.id, first.id)] = z3.BoolVal(False, ctx=self.ctx)
                         continue
-                    ab = z3.Bool(f"co_{a.id}_{b.id}")
+                    ab = z3.Bool(f"co_{a.id}_{b.id}", ctx=self.ctx)
                     if self.model == "sc" or self.ms(a, b):
                         ba = z3.Not(ab)
                     else:
-                        ba = z3.Bool(f"co_{b.id}_{a.id}")
+                        ba = z3.Bool(f"co_{b.id}_{a.id}", ctx=self.ctx)
                         self.cons.append(z3.Not(z3.And(ab, ba)))
                     self.co[(a.id, b.id)] = ab
                     self.co[(b.id, a.id)] = ba
@@ -285,11 +294,11 @@ class Execution:
     def co_lit(self, a: Event | None, b: Event | None) -> Any:
         """``a`` before ``b`` in coherence order (``None`` is the initial write)."""
         if b is None:
-            return z3.BoolVal(False)
+            return z3.BoolVal(False, ctx=self.ctx)
         if a is None:
-            return z3.BoolVal(True)
+            return z3.BoolVal(True, ctx=self.ctx)
         if a.id == b.id:
-            return z3.BoolVal(False)
+            return z3.BoolVal(False, ctx=self.ctx)
         return self.co[(a.id, b.id)]
 
     def fr_pairs(self, r: Event) -> Iterable[tuple[Any, Event]]:
@@ -300,12 +309,12 @@ class Execution:
             terms = [z3.And(self.rf_lit(src, r), self.co_lit(src, w)) for src in self.cands[r.id]
                      if src is None or src.id != w.id]
             if terms:
-                yield z3.And(z3.Or(terms), self.wr(w)), w
+                yield z3.And(z3.Or(terms, self.ctx), self.wr(w)), w
 
     def _build_coherence_locally(self) -> None:
         """SC-per-location (ptx) or the single SC order (sc), and RMW atomicity."""
         if self.model == "sc":
-            clk = {e.id: z3.Int(f"sc_{e.id}") for e in self.ev}
+            clk = {e.id: z3.Int(f"sc_{e.id}", ctx=self.ctx) for e in self.ev}
             self.sc_clock = clk
             for thread in self.low.threads:
                 prev: list[Event] = []
@@ -323,7 +332,7 @@ class Execution:
                     self.cons.append(clk[m.id] == clk[members[0].id])
             edge = lambda a, b: clk[a.id] < clk[b.id]  # noqa: E731
         else:
-            clk = {e.id: z3.Int(f"loc_{e.id}") for e in self.ev if e.is_mem}
+            clk = {e.id: z3.Int(f"loc_{e.id}", ctx=self.ctx) for e in self.ev if e.is_mem}
             for loc, events in self.low.locs.items():
                 for a in events:
                     for b in events:
@@ -413,7 +422,7 @@ class Execution:
             if instr.kind != "poll":
                 continue
             polled = [e for e in instr.events if e.polled]
-            ok = z3.And([self.predicate(instr.predicate, self.rval(e)) for e in polled])
+            ok = z3.And([self.predicate(instr.predicate, self.rval(e)) for e in polled], self.ctx)
             if not self.live:
                 self.cons.append(ok)
                 continue
@@ -426,11 +435,12 @@ class Execution:
                     later = [z3.And(self.wr(o), self.co_lit(w, o)) for o in self.low.writes_at(r.loc)
                              if w is None or o.id != w.id]
                     if later:
-                        self.cons.append(z3.Implies(z3.And(stuck, self.rf_lit(w, r)), z3.Not(z3.Or(later))))
+                        self.cons.append(z3.Implies(z3.And(stuck, self.rf_lit(w, r)),
+                                                    z3.Not(z3.Or(later, self.ctx))))
 
     # -- no thin air ---------------------------------------------------------------
     def _build_thin_air(self) -> None:
-        clk = {e.id: z3.Int(f"nta_{e.id}") for e in self.ev}
+        clk = {e.id: z3.Int(f"nta_{e.id}", ctx=self.ctx) for e in self.ev}
         for r in self.ev:
             if r.is_read:
                 for w in self.cands[r.id]:
@@ -490,7 +500,7 @@ class Execution:
         self.V: dict[int, list[Any]] = {}  # sink event -> clock per thread
         self.J: list[list[Any]] = []  # per thread, per instr: join of sinks in instructions <= instr
         self.J_before: list[list[Any]] = []  # per thread, per instr: join of sinks in instructions < instr
-        zero = [z3.IntVal(0)] * T
+        zero = [z3.IntVal(0, ctx=self.ctx)] * T
         for t, thread in enumerate(low.threads):
             prev = zero
             joins, befores = [], []
@@ -499,9 +509,10 @@ class Execution:
                 befores.append(prev)
                 sinks = [e for e in instr.events if self._is_sink(e, strong_read)]
                 if sinks:
-                    join = [None if u == t else z3.Int(f"J_{t}_{instr.index}_{u}") for u in range(T)]
+                    join = [None if u == t else z3.Int(f"J_{t}_{instr.index}_{u}", ctx=self.ctx)
+                            for u in range(T)]
                     for e in sinks:
-                        vec = [None if u == t else z3.Int(f"V_{e.id}_{u}") for u in range(T)]
+                        vec = [None if u == t else z3.Int(f"V_{e.id}_{u}", ctx=self.ctx) for u in range(T)]
                         self.V[e.id] = vec
                         for u in range(T):
                             if u != t:
@@ -529,7 +540,7 @@ class Execution:
                         self._sync_cond.setdefault((w.id, r.id), []).append(self.obs(w, r))
         self._barrier_edges()
         for (a_id, b_id), conds in self._sync_cond.items():
-            self._edge(self.ev[a_id], self.ev[b_id], z3.Or(conds))
+            self._edge(self.ev[a_id], self.ev[b_id], z3.Or(conds, self.ctx))
         self._causality_axioms()
 
     def v_in(self, e: Event, u: int) -> Any:
@@ -542,7 +553,7 @@ class Execution:
         """What a synchronization from ``a`` passes on about thread ``u``."""
         if u == a.thread:
             whole = len(self.low.threads[a.thread][a.instr].events) == 1
-            return z3.IntVal(a.instr + 1 if whole else a.instr)
+            return z3.IntVal(a.instr + 1 if whole else a.instr, ctx=self.ctx)
         return self.v_in(a, u)
 
     def _edge(self, a: Event, b: Event, cond: Any) -> None:
@@ -566,7 +577,7 @@ class Execution:
             for w in writes:
                 for r in reads:
                     if w.id != r.id:
-                        self._obs[(w.id, r.id)] = z3.Bool(f"obs_{w.id}_{r.id}")
+                        self._obs[(w.id, r.id)] = z3.Bool(f"obs_{w.id}_{r.id}", ctx=self.ctx)
             for w in writes:
                 for r in reads:
                     if w.id == r.id:
@@ -583,7 +594,7 @@ class Execution:
         if (w.id, r.id) in self._obs:
             return self._obs[(w.id, r.id)]
         if not (w.strong and r.strong and self.ms(w, r)):
-            return z3.BoolVal(False)
+            return z3.BoolVal(False, ctx=self.ctx)
         return self.rf_lit(w, r)
 
     def _release_acquire_edges(self) -> None:
@@ -639,7 +650,7 @@ class Execution:
 
     def _fence_sc_edges(self) -> None:
         fences = [e for e in self.ev if e.kind == "F" and e.sem == "sc"]
-        self.sc_pos = {f.id: z3.Int(f"scpos_{f.id}") for f in fences}
+        self.sc_pos = {f.id: z3.Int(f"scpos_{f.id}", ctx=self.ctx) for f in fences}
         if len(fences) > 1:
             self.cons.append(z3.Distinct([self.sc_pos[f.id] for f in fences]))
         for a in fences:
@@ -665,7 +676,7 @@ class Execution:
             if e.kind == "BAR":
                 bars.setdefault(e.bar, []).append(e)
         for members in bars.values():
-            done = z3.And([self.exe(m) for m in members])
+            done = z3.And([self.exe(m) for m in members], self.ctx)
             for a in members:
                 for b in members:
                     if a.id != b.id:
@@ -674,17 +685,17 @@ class Execution:
     # -- causality order as a formula -------------------------------------------------
     def cause_base(self, x: Event, y: Event) -> Any:
         if x.thread == y.thread:
-            return z3.BoolVal(False)
+            return z3.BoolVal(False, ctx=self.ctx)
         v = self.v_in(y, x.thread)
         if z3.is_int_value(v):
-            return z3.BoolVal(x.instr < v.as_long())
-        return z3.IntVal(x.instr) < v
+            return z3.BoolVal(x.instr < v.as_long(), ctx=self.ctx)
+        return z3.IntVal(x.instr, ctx=self.ctx) < v
 
     def _first_observer(self, x: Event, u: int) -> Any:
         """An int no larger than the index of any read in thread ``u`` that observes write ``x``."""
         key = (x.id, u)
         if key not in self._first_obs:
-            m = z3.Int(f"fobs_{x.id}_{u}")
+            m = z3.Int(f"fobs_{x.id}_{u}", ctx=self.ctx)
             self._first_obs[key] = m
             readers = [r for r in self.low.reads_at(x.loc) if r.thread == u and r.id != x.id]
             self.cons.append(m >= 0)
@@ -712,7 +723,7 @@ class Execution:
                     if z.thread == y.thread and z.instr < y.instr and z.id != x.id:
                         terms.append(self.obs(x, z))
         terms = [t for t in terms if not z3.is_false(t)]
-        return z3.Or(terms) if terms else z3.BoolVal(False)
+        return z3.Or(terms, self.ctx) if terms else z3.BoolVal(False, ctx=self.ctx)
 
     def _causality_axioms(self) -> None:
         self._first_obs: dict[tuple[int, int], Any] = {}
@@ -742,7 +753,7 @@ class Execution:
 
     # -- solver --------------------------------------------------------------------
     def solver(self, timeout_s: float | None = None) -> z3.Solver:
-        s = z3.SolverFor("QF_LIA")
+        s = z3.SolverFor("QF_LIA", ctx=self.ctx)
         if timeout_s:
             s.set("timeout", int(timeout_s * 1000))
         s.add(self.cons)
@@ -764,6 +775,11 @@ class Query:
     liveness: bool = False
     symbolic_inputs: bool = False
     note: str | None = None
+
+
+def _any_of(ex: Execution, lits: list[tuple[Any, dict]]) -> Any:
+    """The disjunction of the literals of ``lits`` (false when there are none), in ``ex``'s context."""
+    return z3.Or([lit for lit, _ in lits], ex.ctx) if lits else z3.BoolVal(False, ctx=ex.ctx)
 
 
 def consumer_instrs(low: Lowered) -> list[Instr]:
@@ -803,7 +819,7 @@ def stale_or_early(ex: Execution, ref: RefRun, which: str) -> Query:
                         lit = z3.And(ex.stuck[instr.id], ex.rf_lit(w, r))
                         lits.append((lit, {"read": r, "write": w, "intended": intended, "stuck": True}))
     name = "stale-read" if which == "stale" else "early-overwrite"
-    return Query(name, z3.Or([l for l, _ in lits]) if lits else z3.BoolVal(False), lits, liveness=ex.live)
+    return Query(name, _any_of(ex, lits), lits, liveness=ex.live)
 
 
 def torn(ex: Execution, ref: RefRun) -> Query:
@@ -833,7 +849,7 @@ def torn(ex: Execution, ref: RefRun) -> Query:
         for r in reads[1:]:
             lit = src[r.id] != src[first.id]
             lits.append((lit, {"instr": instr, "reads": reads}))
-    return Query("torn-read", z3.Or([l for l, _ in lits]) if lits else z3.BoolVal(False), lits)
+    return Query("torn-read", _any_of(ex, lits), lits)
 
 
 def data_race(ex: Execution) -> Query:
@@ -850,13 +866,13 @@ def data_race(ex: Execution) -> Query:
                     continue
                 lit = z3.And(ex.exe(a), ex.exe(b), z3.Not(ex.cause(a, b)), z3.Not(ex.cause(b, a)))
                 lits.append((lit, {"a": a, "b": b}))
-    return Query("data-race", z3.Or([l for l, _ in lits]) if lits else z3.BoolVal(False), lits)
+    return Query("data-race", _any_of(ex, lits), lits)
 
 
 def hang(ex: Execution) -> Query:
     assert ex.live
     lits = [(s, {"instr": ex.low.instrs[i]}) for i, s in ex.stuck.items()]
-    return Query("hang", z3.Or([l for l, _ in lits]) if lits else z3.BoolVal(False), lits, liveness=True)
+    return Query("hang", _any_of(ex, lits), lits, liveness=True)
 
 
 def postcondition(ex: Execution) -> tuple[Query, list[tuple]]:
@@ -869,11 +885,11 @@ def postcondition(ex: Execution) -> tuple[Query, list[tuple]]:
             unmodelled.append(key)
             continue
         if value == "missing":
-            lits.append((z3.BoolVal(True), {"output": key, "missing": True}))
+            lits.append((z3.BoolVal(True, ctx=ex.ctx), {"output": key, "missing": True}))
             continue
         lit = ex.lin(value) != ex.lin(expected)
         lits.append((lit, {"output": key, "value": value, "expected": expected}))
-    return Query("postcondition", z3.Or([l for l, _ in lits]) if lits else z3.BoolVal(False), lits), unmodelled
+    return Query("postcondition", _any_of(ex, lits), lits), unmodelled
 
 
 def sentinel_collision(ex: Execution, with_domain: bool) -> Query:
@@ -891,11 +907,11 @@ def sentinel_collision(ex: Execution, with_domain: bool) -> Query:
             continue
         lit = z3.And(ex.exe(w), ex.lin(w.value) == sentinel_locs[w.loc])
         lits.append((lit, {"write": w, "sentinel": sentinel_locs[w.loc]}))
-    formula = z3.Or([l for l, _ in lits]) if lits else z3.BoolVal(False)
+    formula = _any_of(ex, lits)
     if with_domain and low.forbidden_word is not None:
         restriction = [t != low.forbidden_word for t in ex.input_terms.values()]
         for w in low.events:  # partial sums stored from registers
             if w.is_write and w.fill is None and w.role == "data" and w.value is not None and len(w.value.terms) > 1:
                 restriction.append(ex.lin(w.value) != low.forbidden_word)
-        formula = z3.And(formula, z3.And(restriction))
+        formula = z3.And(formula, z3.And(restriction, ex.ctx))
     return Query("sentinel-collision", formula, lits, liveness=True, symbolic_inputs=True)

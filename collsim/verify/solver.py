@@ -34,7 +34,7 @@ from typing import Any, Union
 import z3
 
 from collsim.verify.events import Program
-from collsim.verify.models import get_model
+from collsim.verify.models import memory_model
 from collsim.verify.models.base import Encoding, Witness
 
 __all__ = [
@@ -96,9 +96,9 @@ class OutcomeSet:
     seconds: float = 0.0
 
 
-def make_solver(timeout_s: float | None = DEFAULT_TIMEOUT_S) -> z3.Solver:
-    """A fresh z3 solver with a per-call timeout (``None``: no limit)."""
-    s = z3.Solver()
+def make_solver(timeout_s: float | None = DEFAULT_TIMEOUT_S, ctx: z3.Context | None = None) -> z3.Solver:
+    """A fresh z3 solver in ``ctx`` (default: z3's main context) with a per-call timeout (``None``: no limit)."""
+    s = z3.Solver(ctx=ctx)
     if timeout_s is not None:
         s.set("timeout", max(1, int(timeout_s * 1000)))
     return s
@@ -123,19 +123,21 @@ def encode(program: Program, model: str = "ptx", timeout_s: float | None = DEFAU
 
     Use this for several questions about one program: push/pop around each
     condition, or pass conditions as ``check(solver, cond)`` assumptions.
+    The solver and every term of the encoding live in the context of the
+    program's own terms (that of its value sort).
     """
-    solver = make_solver(timeout_s)
-    enc = get_model(model).encode(program, solver)
+    solver = make_solver(timeout_s, program.sort.ctx)
+    enc = memory_model(model).encode(program, solver)
     return enc, solver
 
 
 def _condition(enc: Encoding, cond: Condition) -> z3.BoolRef:
     if cond is None:
-        return z3.BoolVal(True)
+        return z3.BoolVal(True, enc.ctx)
     if callable(cond) and not isinstance(cond, z3.ExprRef):
         cond = cond(enc)
     if isinstance(cond, bool):
-        return z3.BoolVal(cond)
+        return z3.BoolVal(cond, enc.ctx)
     return cond
 
 
@@ -167,7 +169,7 @@ def always(program: Program, condition: Condition, *, model: str = "ptx",
         fn = condition
         negated: Condition = lambda enc: z3.Not(fn(enc))  # noqa: E731
     else:
-        negated = z3.Not(condition if not isinstance(condition, bool) else z3.BoolVal(condition))
+        negated = z3.Not(condition if not isinstance(condition, bool) else z3.BoolVal(condition, program.sort.ctx))
     return exists(program, negated, model=model, timeout_s=timeout_s, extra=extra)
 
 
@@ -203,7 +205,7 @@ def outcomes(program: Program, terms: Mapping[str, Any], *, model: str = "ptx",
         if len(result.values) >= limit:
             result.complete, result.reason = False, f"limit of {limit} outcomes"
             break
-        solver.add(z3.Or([t != (program.const(v) if not isinstance(t, z3.BoolRef) else z3.BoolVal(v))
-                          for t, v in zip(exprs, vals)]) if exprs else z3.BoolVal(False))
+        solver.add(z3.Or([t != (program.const(v) if not isinstance(t, z3.BoolRef) else z3.BoolVal(v, enc.ctx))
+                          for t, v in zip(exprs, vals)], enc.ctx) if exprs else z3.BoolVal(False, enc.ctx))
     result.seconds = time.perf_counter() - start
     return result

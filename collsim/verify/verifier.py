@@ -21,13 +21,12 @@ protocol without re-solving.
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 import z3
 
-from collsim.errors import InputError, UnsupportedError
+from collsim.errors import InputError
 from collsim.ir.assumptions import get_assumption
 from collsim.ir.protocol import Protocol
 from collsim.ir.registry import list_mutants, list_protocols, load_protocol
@@ -298,27 +297,6 @@ def _resolve(protocol: str | Protocol, flag_bits: int | None) -> Protocol:
     return load_protocol(protocol, **params)
 
 
-@contextmanager
-def _fresh_z3_context() -> Iterator[None]:
-    """Build and solve in a new Z3 context, then restore the previous one.
-
-    Z3's choice of counterexample depends on the terms its context already
-    holds; a fresh context per call makes a verdict and its counterexample
-    independent of what this process solved before (serially, in a pool
-    worker or on a Dask worker alike).
-    """
-    module = z3.z3
-    if not hasattr(module, "_main_ctx"):  # pragma: no cover - a z3 without the global context
-        yield
-        return
-    saved = module._main_ctx
-    module._main_ctx = z3.Context()
-    try:
-        yield
-    finally:
-        module._main_ctx = saved
-
-
 def _status(result: z3.CheckSatResult) -> str:
     if result == z3.sat:
         return "violated"
@@ -328,13 +306,14 @@ def _status(result: z3.CheckSatResult) -> str:
 
 
 class _Checker:
-    """Runs the property queries of one lowered program."""
+    """Runs the property queries of one lowered program, building every term in ``ctx``."""
 
-    def __init__(self, low: Lowered, bound: Bound, model: str, timeout: float) -> None:
+    def __init__(self, low: Lowered, bound: Bound, model: str, timeout: float, ctx: z3.Context) -> None:
         self.low = low
         self.bound = bound
         self.model = model
         self.timeout = timeout
+        self.ctx = ctx
         self.ref = reference_run(low)
 
     def _solve(self, ex: Execution, queries: list[Query], base_check: bool = True) -> dict[str, PropertyResult]:
@@ -392,7 +371,7 @@ class _Checker:
         term = []
         ex = None
         if any(p in props for p in ("stale-read", "torn-read", "data-race", "postcondition")):
-            ex = Execution(low, self.model)
+            ex = Execution(low, self.model, ctx=self.ctx)
             if "stale-read" in props and ref_ok:
                 term.append(stale_or_early(ex, self.ref, "stale"))
             if "torn-read" in props and ref_ok:
@@ -408,7 +387,7 @@ class _Checker:
             results.update(self._solve(ex, term))
         live = []
         if "hang" in props or ("early-overwrite" in props and ref_ok):
-            lx = Execution(low, self.model, liveness=True)
+            lx = Execution(low, self.model, liveness=True, ctx=self.ctx)
             if "hang" in props:
                 live.append(hang(lx))
             if "early-overwrite" in props and ref_ok:
@@ -420,7 +399,7 @@ class _Checker:
                 results["sentinel-collision"] = PropertyResult(
                     "sentinel-collision", "holds", self.bound, 0.0, note="no poll compares data against a sentinel")
             else:
-                cx = Execution(low, self.model, liveness=True, symbolic_inputs=True)
+                cx = Execution(low, self.model, liveness=True, symbolic_inputs=True, ctx=self.ctx)
                 q = sentinel_collision(cx, with_domain)
                 if with_domain and low.forbidden_word is not None:
                     q.note = "under the protocol's data-domain restriction"
@@ -467,8 +446,8 @@ def _plan(protocol: str | Protocol, algorithm: str | None, *, ranks: int | None 
     proto = _resolve(protocol, flag_bits)
     algorithm = algorithm or proto.algorithms[0]
     if algorithm not in proto.algorithms:
-        raise UnsupportedError(f"protocol {proto.name!r} has no {algorithm} program", field="--algorithm",
-                               choices=proto.algorithms)
+        raise InputError(f"protocol {proto.name!r} has no {algorithm} program", field="--algorithm",
+                         choices=proto.algorithms)
     declared = tuple(proto.assumptions)
     active = declared if assume is None else tuple(dict.fromkeys(assume))
     for a in active:
@@ -535,9 +514,11 @@ def verify(
             result = VerifyResult.from_json(cached)
             result.expected_violation = expected
             return result
-    with _fresh_z3_context():
-        results, deps = _check_all(proto, algorithm, bounds, low, model, active, domain, timeout, props,
-                                   dependencies)
+    # Z3's choice of counterexample depends on the terms its context already holds: a context of its own
+    # makes a verdict and its counterexample independent of what this process solved before (serially, in
+    # a pool worker or on a Dask worker alike).
+    results, deps = _check_all(proto, algorithm, bounds, low, model, active, domain, timeout, props,
+                               dependencies, z3.Context())
     result = VerifyResult(proto.name, algorithm, model, _bound(low, bounds, model, active, domain), results, deps,
                           time.perf_counter() - start, expected)
     if use_cache:
@@ -546,11 +527,14 @@ def verify(
 
 
 def _check_all(proto: Protocol, algorithm: str, bounds: Bounds, low: Lowered, model: str, active: tuple[str, ...],
-               domain: bool, timeout: float, props: list[str], dependencies: bool
+               domain: bool, timeout: float, props: list[str], dependencies: bool, ctx: z3.Context
                ) -> tuple[dict[str, PropertyResult], list[Dependency]]:
-    """The properties under ``active``, and (with ``dependencies``) without each assumption and the data domain."""
+    """The properties under ``active``, and (with ``dependencies``) without each assumption and the data domain.
+
+    Every term is built, and every query solved, in ``ctx``.
+    """
     bound = _bound(low, bounds, model, active, domain)
-    results = _Checker(low, bound, model, timeout).run(props)
+    results = _Checker(low, bound, model, timeout, ctx).run(props)
     deps: list[Dependency] = []
     if dependencies:
         dep_props = [p for p in props if p != "sentinel-collision"]
@@ -558,13 +542,13 @@ def _check_all(proto: Protocol, algorithm: str, bounds: Bounds, low: Lowered, mo
             rest = tuple(x for x in active if x != a)
             low2 = lower(proto, algorithm, bounds, rest)
             b2 = _bound(low2, bounds, model, rest, domain)
-            res2 = _Checker(low2, b2, model, timeout).run(dep_props)
+            res2 = _Checker(low2, b2, model, timeout, ctx).run(dep_props)
             deps.append(Dependency(a, "assumption", {p: r for p, r in res2.items() if not r.holds},
                                    get_assumption(a).statement))
         if domain and "sentinel-collision" in props and any(
                 i.kind == "poll" and i.predicate[0] == "ne" for i in low.instrs):
             b2 = _bound(low, bounds, model, active, False)
-            res2 = _Checker(low, b2, model, timeout).run(["sentinel-collision"], with_domain=False)
+            res2 = _Checker(low, b2, model, timeout, ctx).run(["sentinel-collision"], with_domain=False)
             deps.append(Dependency(DATA_DOMAIN, "data-domain", {p: r for p, r in res2.items() if not r.holds},
                                    proto.data_domain.statement))
     return results, deps
