@@ -205,7 +205,8 @@ def scenario_from_dict(
     ``costs:`` (the model that will run is the one that validates them).
     ``profile``, when given, replaces the file's ``profile:``.
     """
-    from collsim.ir.registry import ALGORITHMS, list_protocols
+    from collsim.algorithms import ALGORITHMS
+    from collsim.ir.registry import list_protocols
     from collsim.models import DTYPES, LAUNCH_MODES, OPS, list_models, validate_costs
     from collsim.units import parse_ranks, parse_sizes
 
