@@ -47,17 +47,23 @@ class Effects:
     """What one operation touches.
 
     ``ref`` is the symmetric-memory range it accesses (None for local work), ``writes_memory``
-    whether it writes that range, ``flag`` the flag value it stores into the flag words,
-    ``until`` the condition it spins on; ``sources`` are the data sources it reads and
-    ``fills`` the register it writes (None when it writes none).
+    whether it writes that range, ``atomic`` whether it reads and writes it in one atomic
+    operation, ``flag`` the flag value it stores into the flag words, ``until`` the condition
+    it spins on; ``sources`` are the data sources it reads and ``fills`` the register it writes
+    (None when it writes none). ``orders_group`` marks an op after which every thread of the
+    rank sees what every other thread did before it (a group barrier, the end of a launch), and
+    ``ends_launch`` the end of a launch.
     """
 
     ref: Ref | None = None
     writes_memory: bool = False
+    atomic: bool = False
     flag: Expr | None = None
     until: Predicate | None = None
     sources: tuple[Source, ...] = ()
     fills: str | None = None
+    orders_group: bool = False
+    ends_launch: bool = False
 
     @property
     def polls(self) -> bool:
@@ -76,6 +82,8 @@ class Effects:
 
 
 _NOTHING = Effects()
+_GROUP_BARRIER = Effects(orders_group=True)
+_LAUNCH_END = Effects(orders_group=True, ends_launch=True)
 
 
 class _EffectsOf(OpVisitor):
@@ -95,7 +103,8 @@ class _EffectsOf(OpVisitor):
 
     def visit_atomic(self, op: Atomic) -> Effects:
         data = isinstance(op.operand, (Input, Reg, Fill))
-        return Effects(op.dst, writes_memory=True, sources=(op.operand,) if data else (), fills=op.into)
+        return Effects(op.dst, writes_memory=True, atomic=True, sources=(op.operand,) if data else (),
+                       fills=op.into)
 
     def visit_reduce(self, op: Reduce) -> Effects:
         return Effects(sources=op.srcs, fills=op.into)
@@ -104,10 +113,10 @@ class _EffectsOf(OpVisitor):
         return Effects(sources=(op.src,))
 
     def visit_sync_group(self, op: SyncGroup) -> Effects:
-        return _NOTHING
+        return _GROUP_BARRIER
 
     def visit_kernel_boundary(self, op: KernelBoundary) -> Effects:
-        return _NOTHING
+        return _LAUNCH_END
 
     def visit_loop(self, op: Loop) -> Effects:
         return _NOTHING  # a loop's effects are its body's
