@@ -36,24 +36,8 @@ from typing import Callable
 from collsim.emit.layouts import EmitError, LayoutPlan
 from collsim.emit.plan import EmitNode, ProgramPlan, iter_nodes
 from collsim.ir.expr import Expr
-from collsim.ir.ops import (
-    Atomic,
-    Fence,
-    Fill,
-    Input,
-    KernelBoundary,
-    Load,
-    Loop,
-    NotEqual,
-    Op,
-    PollUntil,
-    Reduce,
-    Ref,
-    Reg,
-    Store,
-    SyncGroup,
-    WriteOutput,
-)
+from collsim.ir.ops import (Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, NotEqual, Op, PollUntil, Reduce,
+                            Ref, Reg, Store, SyncGroup, WriteOutput)
 from collsim.ir.types import FillPattern, Issuer, RmwOp, Scope, Sem
 from collsim.ir.visit import OpVisitor
 

@@ -23,23 +23,8 @@ from typing import Iterator, Mapping
 from collsim.algorithms import generate
 from collsim.emit.layouts import EmitError, LayoutPlan, lcm, plan_layout
 from collsim.ir.effects import effects
-from collsim.ir.ops import (
-    Atomic,
-    Fence,
-    Fill,
-    Input,
-    KernelBoundary,
-    Load,
-    Loop,
-    Op,
-    PollUntil,
-    Reduce,
-    Reg,
-    Store,
-    SyncGroup,
-    WriteOutput,
-    bind,
-)
+from collsim.ir.ops import (Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, Op, PollUntil, Reduce, Reg, Store,
+                            SyncGroup, WriteOutput, bind)
 from collsim.ir.program import Program
 from collsim.ir.protocol import Protocol
 from collsim.ir.types import Issuer

@@ -31,21 +31,8 @@ from dataclasses import dataclass, field
 from collsim.emit.cuda import MARKER
 from collsim.emit.plan import ProgramPlan, iter_nodes
 from collsim.ir.layout import WordRole
-from collsim.ir.ops import (
-    Atomic,
-    Fence,
-    Fill,
-    Input,
-    KernelBoundary,
-    Load,
-    Loop,
-    PollUntil,
-    Reduce,
-    Reg,
-    Store,
-    SyncGroup,
-    WriteOutput,
-)
+from collsim.ir.ops import (Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, PollUntil, Reduce, Reg, Store,
+                            SyncGroup, WriteOutput)
 from collsim.ir.types import Sem
 from collsim.ir.visit import OpVisitor
 

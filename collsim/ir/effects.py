@@ -18,25 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from collsim.ir.expr import Expr
-from collsim.ir.ops import (
-    Atomic,
-    Fence,
-    Fill,
-    Input,
-    KernelBoundary,
-    Load,
-    Loop,
-    Op,
-    PollUntil,
-    Predicate,
-    Reduce,
-    Ref,
-    Reg,
-    Source,
-    Store,
-    SyncGroup,
-    WriteOutput,
-)
+from collsim.ir.ops import (Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, Op, PollUntil, Predicate, Reduce,
+                            Ref, Reg, Source, Store, SyncGroup, WriteOutput)
 from collsim.ir.visit import OpVisitor
 
 __all__ = ["Effects", "effects"]

@@ -83,7 +83,6 @@ def _shown_path(path: str | None, given: str) -> str:
 
 def load_for_review(spec: str) -> Protocol:
     """Load ``spec`` (a shipped or mutant name, or a ``.py`` file) or raise an error naming the file and line."""
-
     return load_protocol(spec)
 
 
@@ -270,7 +269,6 @@ class Review:
         return out
 
     def to_json(self) -> dict[str, Any]:
-
         wins = self.wins()
         return {
             "collsim_version": __version__,
@@ -305,7 +303,6 @@ class Review:
 
 def _verify(review: Review, progress: Progress, timeout: float, use_cache: bool, ranks: int | None,
             iterations: int | None) -> None:
-
     jobs = [(a, m) for a in review.algorithms for m in MODELS]
     for i, (alg, model) in enumerate(jobs):
         progress("verify", i, len(jobs), f"{alg} under {model}")
@@ -316,7 +313,6 @@ def _verify(review: Review, progress: Progress, timeout: float, use_cache: bool,
 
 
 def _simulate(review: Review, progress: Progress, comparators: list[Protocol]) -> None:
-
     topo = load_topology(review.topology)
     jobs = []
     for proto in [review.protocol, *comparators]:
@@ -349,7 +345,6 @@ def _simulate(review: Review, progress: Progress, comparators: list[Protocol]) -
 
 
 def _sync_ops(plan) -> dict[int, dict[str, str]]:
-
     out = {}
     for node in iter_nodes(plan.nodes):
         if isinstance(node.op, Loop):
@@ -360,7 +355,6 @@ def _sync_ops(plan) -> dict[int, dict[str, str]]:
 
 
 def _emit(review: Review, progress: Progress, out_dir: Path, compile_: bool) -> None:
-
     nvcc = find_nvcc() if compile_ else None
     for i, alg in enumerate(review.algorithms):
         progress("emit", i, len(review.algorithms), alg)
@@ -385,7 +379,6 @@ def _emit(review: Review, progress: Progress, out_dir: Path, compile_: bool) -> 
         elif nvcc is None:
             run.skipped = "nvcc not found (set NVCC or CUDA_HOME, or put it on PATH): the code was emitted, not compiled"
         else:
-
             progress("emit", i, len(review.algorithms), f"{alg}: nvcc")
             try:
                 ptx = compile_ptx(directory, "sm_90", nvcc=nvcc)
@@ -431,7 +424,6 @@ def run_review(
     InputError
         for bad options (unknown comparison protocol, algorithm, topology, sizes).
     """
-
     progress = progress or _noop
     t0 = time.perf_counter()
     progress("load", 0, 1, spec)

@@ -29,15 +29,7 @@ import z3
 
 from collsim.verify.events import Event as ModelEvent
 from collsim.verify.events import Placement, Program, rmw_result
-from collsim.verify.instance import (
-    Bounds,
-    EventKind,
-    InstrKind,
-    Lin,
-    VerifyEvent,
-    VerifyInstance,
-    VerifyInstr,
-)
+from collsim.verify.instance import Bounds, EventKind, InstrKind, Lin, VerifyEvent, VerifyInstance, VerifyInstr
 from collsim.verify.properties import Execution
 
 __all__ = ["Unsupported", "Converted", "to_instance", "to_event_program", "native_exists", "native_outcomes",

@@ -40,38 +40,16 @@ from typing import Any, Iterable, NamedTuple
 
 from collsim.algorithms import generate, transfer_bytes
 from collsim.errors import UnsupportedError
+from collsim.ir.assumptions import get_assumption
 from collsim.ir.buffers import Buffer
 from collsim.ir.layout import LineLayout, WordRole
-from collsim.ir.ops import (
-    Atomic,
-    Fence,
-    Fill,
-    Input,
-    KernelBoundary,
-    Load,
-    Loop,
-    PollUntil,
-    Predicate,
-    Reduce,
-    Reg,
-    Store,
-    SyncGroup,
-    WriteOutput,
-)
-from collsim.ir.assumptions import get_assumption
+from collsim.ir.ops import (Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, PollUntil, Predicate, Reduce, Reg,
+                            Store, SyncGroup, WriteOutput)
 from collsim.ir.protocol import Protocol
 from collsim.ir.types import FenceKind, FillPattern, Issuer, RmwOp
 from collsim.ir.visit import OpVisitor
 from collsim.verify.granules import atomic_groups, kept_words
-from collsim.verify.instance import (
-    Bounds,
-    EventKind,
-    InstrKind,
-    Lin,
-    VerifyEvent,
-    VerifyInstance,
-    VerifyInstr,
-)
+from collsim.verify.instance import Bounds, EventKind, InstrKind, Lin, VerifyEvent, VerifyInstance, VerifyInstr
 
 __all__ = ["lower_instance", "message_bytes"]
 

@@ -13,15 +13,8 @@ from typing import Any
 
 import z3
 
-from collsim.verify.instance import (
-    INPUT_BASE,
-    INPUT_OFFSET,
-    EventKind,
-    InstrKind,
-    VerifyEvent,
-    VerifyInstance,
-    VerifyInstr,
-)
+from collsim.verify.instance import (INPUT_BASE, INPUT_OFFSET, EventKind, InstrKind, VerifyEvent, VerifyInstance,
+                                     VerifyInstr)
 from collsim.verify.reference import RefRun
 
 __all__ = ["CounterexampleStep", "Counterexample", "describe_value", "build_counterexample"]
