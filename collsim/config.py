@@ -33,7 +33,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 from collsim.errors import InputError
-from collsim.ir.registry import ALGORITHMS, load_protocol
+from collsim.algorithms import ALGORITHMS
+from collsim.ir.registry import load_protocol
 from collsim.units import parse_ranks, parse_size
 
 __all__ = [

@@ -73,10 +73,10 @@ class SimRequest:
     ranks : int
         Number of participating GPUs; they are GPUs ``0 .. ranks-1``.
     algorithm : str
-        One of :data:`collsim.ir.registry.ALGORITHMS`.
+        One of :data:`collsim.algorithms.ALGORITHMS`.
     protocol : Protocol
         A loaded protocol (``name``, ``algorithms``, ``analytic_family``,
-        ``payload_efficiency``, ``sync_rounds(algorithm)``).
+        ``payload_efficiency``, ``barriers_per_exchange``, ``barriers_per_launch``).
     size_bytes : int
         Bytes per rank (the nccl-tests ``size`` column).
     launch : str

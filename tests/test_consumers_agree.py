@@ -15,35 +15,72 @@ from collections import Counter
 import pytest
 
 from collsim.algorithms import generate
-from collsim.ir import Atomic, Fence, KernelBoundary, Load, PollUntil, Store
 from collsim.ir.program import walk
 from collsim.ir.registry import list_protocols, load_protocol
+from collsim.ir.visit import OpVisitor
+from collsim.sim.lower import KIND_NAMES
+from collsim.sim.lower import Lowered as SimLowered
+from collsim.verify.instance import Bounds, InstrKind
+from collsim.verify.lower import lower_instance
 
-KIND = {Store: "store", Load: "load", PollUntil: "poll", Fence: "fence", Atomic: "rmw", KernelBoundary: "fence"}
-SIM_KIND = {"Store": "store", "Load": "load", "PollUntil": "poll", "Fence": "fence", "Atomic": "rmw",
-            "KernelBoundary": "fence"}
 PROGRAMS = [(name, alg) for name in list_protocols() for alg in load_protocol(name).algorithms]
 
 
-def _ir_counts(program, env) -> Counter:
-    return Counter(KIND[type(f.op)] for f in program.flatten(env) if type(f.op) in KIND)
+class MemoryInstruction(OpVisitor):
+    """The verifier instruction each IR operation becomes (None: no memory instruction of its own)."""
+
+    consumer = "the consumers' agreement test"
+
+    def visit_store(self, op):
+        return InstrKind.STORE
+
+    def visit_load(self, op):
+        return InstrKind.LOAD
+
+    def visit_poll_until(self, op):
+        return InstrKind.POLL
+
+    def visit_fence(self, op):
+        return InstrKind.FENCE
+
+    def visit_atomic(self, op):
+        return InstrKind.RMW
+
+    def visit_kernel_boundary(self, op):
+        return InstrKind.FENCE  # stream order: fence.sc.sys in every thread
+
+    def visit_reduce(self, op):
+        return None
+
+    def visit_write_output(self, op):
+        return None
+
+    def visit_sync_group(self, op):
+        return None  # a bar.sync among the rank's threads, none with one thread
+
+    def visit_loop(self, op):
+        return None
+
+
+def _counts(ops) -> Counter:
+    kinds = (MemoryInstruction().visit(op) for op in ops)
+    return Counter(kind for kind in kinds if kind is not None)
 
 
 @pytest.mark.parametrize("name,algorithm", PROGRAMS)
 def test_simulator_and_verifier_unroll_what_the_ir_says(name, algorithm):
-    from collsim.sim.lower import KIND_NAMES, Lowered
-    from collsim.verify.lower import Bounds, lower
-
     protocol = load_protocol(name)
     program = generate(protocol, algorithm)
-    verifier = lower(protocol, algorithm, Bounds(ranks=3, iterations=1))
+    verifier = lower_instance(protocol, algorithm, Bounds(ranks=3, iterations=1))
     env = {"RANK": 0, "NRANKS": 3, "ITER": 0, "MSG": verifier.msg}
 
-    ir = _ir_counts(program, env)
-    sim = Counter(SIM_KIND[KIND_NAMES[op.kind]] for op in Lowered(program).flat(env)
-                  if KIND_NAMES[op.kind] in SIM_KIND)
+    ir = _counts(f.op for f in program.flatten(env))
+    bound = SimLowered(program).flat(env)
+    assert all(KIND_NAMES[b.kind] == type(b.op).__name__ for b in bound)  # the simulator's kind is the IR's class
+    sim = _counts(b.op for b in bound)
     rank0 = {t for t, (rank, _cta, _gpu) in enumerate(verifier.placement) if rank == 0}
-    ver = Counter(i.kind for i in verifier.instrs if i.thread in rank0 and i.iteration == 0 and i.kind != "bar")
+    ver = Counter(i.kind for i in verifier.instrs
+                  if i.thread in rank0 and i.iteration == 0 and i.kind != InstrKind.BARRIER)
 
     assert sum(ir.values()) > 0
     assert sim == ir

@@ -336,7 +336,7 @@ def test_kernel_boundaries_split_the_program_into_launches():
         PollUntil(Ref("flags", RANK, region=(RANK + NRANKS - 1) % NRANKS), AtLeast(ITER + 1), Sem.ACQUIRE, Scope.SYS),
         KernelBoundary(),
     ]
-    plan = plan_program(_hand_program(ops), None)
+    plan = plan_program(_hand_program(ops))
     assert len(plan.kernels) == 2
     source = generate_kernel_source(plan)
     assert "collsim_kernel_part0" in source and "collsim_kernel_part1" in source
@@ -352,13 +352,13 @@ def test_constructs_without_a_translation_are_refused():
 
     cas = [Atomic(RmwOp.CAS, Ref("flags", RANK), 1, Sem.ACQ_REL, Scope.SYS), KernelBoundary()]
     with pytest.raises(EmitError, match="compare"):
-        generate_kernel_source(plan_program(_hand_program(cas), None))
+        generate_kernel_source(plan_program(_hand_program(cas)))
     weak = [Atomic(RmwOp.ADD, Ref("flags", RANK), 1, Sem.WEAK, Scope.SYS), KernelBoundary()]
     with pytest.raises(EmitError, match="weak"):
-        generate_kernel_source(plan_program(_hand_program(weak), None))
+        generate_kernel_source(plan_program(_hand_program(weak)))
     nested = [Loop("k", 2, (KernelBoundary(),))]
     with pytest.raises(EmitError, match="inside a loop"):
-        plan_program(_hand_program(nested), None)
+        plan_program(_hand_program(nested))
 
 
 def test_acquire_atomic_without_result_is_an_atom():
@@ -367,5 +367,5 @@ def test_acquire_atomic_without_result_is_an_atom():
     from collsim.ir import RANK, Atomic, KernelBoundary, Ref, RmwOp, Scope, Sem
 
     ops = [Atomic(RmwOp.ADD, Ref("flags", RANK), 1, Sem.ACQ_REL, Scope.GPU), KernelBoundary()]
-    source = generate_kernel_source(plan_program(_hand_program(ops), None))
+    source = generate_kernel_source(plan_program(_hand_program(ops)))
     assert "atom.acq_rel.gpu.global.add.u64" in source and "red." not in source

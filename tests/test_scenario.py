@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from collsim.errors import InputError
-from collsim.ir.registry import ALGORITHMS, list_protocols
+from collsim.algorithms import ALGORITHMS
+from collsim.ir.registry import list_protocols
 from collsim.runner.rows import expand_rows
 from collsim.scenario import Scenario, load_scenario
 

@@ -5,7 +5,8 @@ import z3
 
 from collsim.ir.registry import load_protocol
 from collsim.verify.events import ProgramBuilder
-from collsim.verify.lower import Bounds, lower
+from collsim.verify.instance import Bounds
+from collsim.verify.lower import lower_instance
 from collsim.verify.properties import Execution, data_race, hang, postcondition, sentinel_collision
 from collsim.verify.solver import encode
 from collsim.verify.verifier import verify
@@ -16,7 +17,7 @@ def _contexts(terms) -> set[int]:
 
 
 def test_an_execution_builds_every_term_in_its_context():
-    low = lower(load_protocol("sentinel"), "one-shot", Bounds(ranks=2, iterations=2))
+    low = lower_instance(load_protocol("sentinel"), "one-shot", Bounds(ranks=2, iterations=2))
     ctx = z3.Context()
     for liveness in (False, True):
         ex = Execution(low, "ptx", liveness=liveness, symbolic_inputs=liveness, ctx=ctx)

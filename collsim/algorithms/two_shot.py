@@ -8,14 +8,19 @@ Precondition and postcondition as for one-shot.
 """
 from __future__ import annotations
 
-from collsim.algorithms.base import chunk_bytes
-from collsim.ir.expr import NRANKS, RANK
+from collsim.algorithms.algorithm import Algorithm, chunk_bytes
+from collsim.ir.expr import NRANKS, RANK, Const
 from collsim.ir.ops import Input, Reduce, Reg, WriteOutput
 from collsim.ir.program import ProgramBuilder
 from collsim.ir.protocol import PEER, PEER_INDEX, Exchange, Protocol, Recv, Send
 
+__all__ = ["TWO_SHOT", "build"]
+
+EXCHANGES = Const(2)
+
 
 def build(protocol: Protocol, b: ProgramBuilder) -> None:
+    """Emit the two-shot program of ``protocol`` into ``b``."""
     chunk = chunk_bytes(protocol)
     b.register("recv", (NRANKS - 1) * chunk)
     b.register("mine", chunk)
@@ -24,7 +29,7 @@ def build(protocol: Protocol, b: ProgramBuilder) -> None:
         b,
         Exchange(
             phase=0,
-            phases_per_iter=2,
+            phases_per_iter=EXCHANGES,
             sends=(Send(PEER, Input(PEER * chunk), chunk, PEER * chunk),),
             recvs=(Recv(PEER, "recv", chunk, RANK * chunk, into_offset=PEER_INDEX * chunk),),
             over_peers=True,
@@ -46,10 +51,13 @@ def build(protocol: Protocol, b: ProgramBuilder) -> None:
         b,
         Exchange(
             phase=1,
-            phases_per_iter=2,
+            phases_per_iter=EXCHANGES,
             sends=(Send(PEER, Reg("mine"), chunk, RANK * chunk),),
             recvs=(Recv(PEER, "gathered", chunk, PEER * chunk, into_offset=PEER_INDEX * chunk),),
             over_peers=True,
             consume=write_gathered,
         ),
     )
+
+
+TWO_SHOT = Algorithm("two-shot", EXCHANGES, chunk_bytes, build)

@@ -30,32 +30,16 @@ the program's ops, buffers and layouts.
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 from collsim.emit.layouts import EmitError, LayoutPlan
-from collsim.emit.plan import Node, ProgramPlan, iter_nodes
+from collsim.emit.plan import EmitNode, ProgramPlan, iter_nodes
 from collsim.ir.expr import Expr
-from collsim.ir.ops import (
-    AtLeast,
-    Atomic,
-    Equals,
-    Fence,
-    Fill,
-    Input,
-    KernelBoundary,
-    Load,
-    Loop,
-    NotEqual,
-    Op,
-    PollUntil,
-    Reduce,
-    Ref,
-    Reg,
-    Store,
-    SyncGroup,
-    WriteOutput,
-)
-from collsim.ir.types import Issuer, RmwOp, Scope, Sem
+from collsim.ir.ops import (Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, NotEqual, Op, PollUntil, Reduce,
+                            Ref, Reg, Store, SyncGroup, WriteOutput)
+from collsim.ir.types import FillPattern, Issuer, RmwOp, Scope, Sem
+from collsim.ir.visit import OpVisitor
 
 __all__ = ["generate_kernel_source", "describe_op", "ptx_store_qualifiers", "ptx_load_qualifiers",
            "ptx_atomic_qualifiers", "MARKER"]
@@ -131,38 +115,86 @@ def _pred_text(pred) -> str:
     return f"{type(pred).__name__} {pred.value!r}"
 
 
-def describe_op(op: Op) -> str:
-    """One line naming an IR op, its semantics and operands (used in comments and timeout messages)."""
-    issuer = getattr(op, "issuer", None)
-    who = f", {issuer.value}" if issuer is not None else ""
-    if isinstance(op, Store):
+class _Description(OpVisitor):
+    """One line naming an IR op, its semantics and operands."""
+
+    consumer = "the CUDA emitter's op descriptions"
+
+    @staticmethod
+    def who(op: Op) -> str:
+        return f", {op.issuer.value}"  # type: ignore[attr-defined]
+
+    def visit_store(self, op: Store) -> str:
         flag = f", flag {op.flag!r}" if op.flag is not None else ""
-        return f"Store {op.sem.value}.{op.scope.value}{who}: {_ref_text(op.dst)} <- {_src_text(op.src)}{flag}"
-    if isinstance(op, Load):
-        return f"Load {op.sem.value}.{op.scope.value}{who}: {op.into}(+{op.into_offset!r}) <- {_ref_text(op.src)}"
-    if isinstance(op, PollUntil):
+        return (f"Store {op.sem.value}.{op.scope.value}{self.who(op)}: {_ref_text(op.dst)} <- "
+                f"{_src_text(op.src)}{flag}")
+
+    def visit_load(self, op: Load) -> str:
+        return (f"Load {op.sem.value}.{op.scope.value}{self.who(op)}: {op.into}(+{op.into_offset!r}) <- "
+                f"{_ref_text(op.src)}")
+
+    def visit_poll_until(self, op: PollUntil) -> str:
         into = f" -> {op.into}(+{op.into_offset!r})" if op.into else ""
-        return (f"PollUntil {_pred_text(op.until)} {op.sem.value}.{op.scope.value}{who}: "
+        return (f"PollUntil {_pred_text(op.until)} {op.sem.value}.{op.scope.value}{self.who(op)}: "
                 f"{_ref_text(op.src)}{into}")
-    if isinstance(op, Fence):
-        return f"Fence {op.kind.value}.{op.scope.value}{who}"
-    if isinstance(op, Atomic):
+
+    def visit_fence(self, op: Fence) -> str:
+        return f"Fence {op.kind.value}.{op.scope.value}{self.who(op)}"
+
+    def visit_atomic(self, op: Atomic) -> str:
         operand = _src_text(op.operand) if isinstance(op.operand, (Input, Reg, Fill)) else repr(op.operand)
         into = f" -> {op.into}" if op.into else ""
-        return f"Atomic {op.op.value} {op.sem.value}.{op.scope.value}{who}: {_ref_text(op.dst)} += {operand}{into}"
-    if isinstance(op, Reduce):
+        return (f"Atomic {op.op.value} {op.sem.value}.{op.scope.value}{self.who(op)}: {_ref_text(op.dst)} "
+                f"+= {operand}{into}")
+
+    def visit_reduce(self, op: Reduce) -> str:
         srcs = ", ".join(_src_text(s) for s in op.srcs)
         out = f", output +{op.output_offset!r}" if op.output_offset is not None else ""
         return f"Reduce {op.op} into {op.into} ({op.nbytes!r} B): {srcs}{out}"
-    if isinstance(op, WriteOutput):
+
+    def visit_write_output(self, op: WriteOutput) -> str:
         return f"WriteOutput +{op.offset!r} ({op.nbytes!r} B) <- {_src_text(op.src)}"
-    if isinstance(op, SyncGroup):
+
+    def visit_sync_group(self, op: SyncGroup) -> str:
         return "SyncGroup"
-    if isinstance(op, KernelBoundary):
+
+    def visit_kernel_boundary(self, op: KernelBoundary) -> str:
         return "KernelBoundary"
-    if isinstance(op, Loop):
+
+    def visit_loop(self, op: Loop) -> str:
         return f"Loop {op.var} < {op.count!r}"
-    return type(op).__name__
+
+
+_DESCRIPTION = _Description()
+
+
+def describe_op(op: Op) -> str:
+    """One line naming an IR op, its semantics and operands (used in comments and timeout messages)."""
+    return _DESCRIPTION.visit(op)
+
+
+class _CWord:
+    """A polled element in emitted C: comparing it prints the C condition.
+
+    :meth:`collsim.ir.ops.Predicate.holds` is evaluated over these, so the emitted spin loop
+    tests exactly the condition every other consumer evaluates. Equality compares in the
+    element's unsigned type; ordering (counters) compares as signed 64-bit values.
+    """
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, name: str, ctype: str) -> None:
+        self.name = name
+        self.ctype = ctype
+
+    def __eq__(self, want: object) -> str:  # type: ignore[override]
+        return f"{self.name} == ({self.ctype}){want}"
+
+    def __ne__(self, want: object) -> str:  # type: ignore[override]
+        return f"{self.name} != ({self.ctype}){want}"
+
+    def __ge__(self, want: object) -> str:
+        return f"(long long){self.name} >= {want}"
 
 
 def _c(expr: Expr) -> str:
@@ -201,8 +233,22 @@ class _Out:
         return "\n".join(self.lines) + "\n"
 
 
-class KernelGenerator:
-    """Prints the device code of one planned program."""
+def _scoped(rule: Callable[..., None]) -> Callable[..., None]:
+    """Print an op's code inside its own C block, so its local names do not collide with the next op's."""
+
+    @functools.wraps(rule)
+    def scoped(self: "KernelGenerator", op: Op, node: EmitNode) -> None:
+        self.out.open("{")
+        rule(self, op, node)
+        self.out.close()
+
+    return scoped
+
+
+class KernelGenerator(OpVisitor):
+    """Prints the device code of one planned program: one ``visit_<op>`` rule per IR operation."""
+
+    consumer = "the CUDA emitter"
 
     def __init__(self, plan: ProgramPlan) -> None:
         self.plan = plan
@@ -210,7 +256,7 @@ class KernelGenerator:
         self.out = _Out()
 
     # -- helpers -------------------------------------------------------------
-    def where(self, node: Node) -> str:
+    def where(self, node: EmitNode) -> str:
         return f"{self.program.protocol}/{self.program.algorithm} op #{node.id} ({getattr(node.op, 'label', '')})"
 
     def buf(self, name: str) -> int:
@@ -226,7 +272,7 @@ class KernelGenerator:
             raise EmitError(f"{self.program.protocol}/{self.program.algorithm}: register {name!r} is not declared "
                             "in Program.registers, so the emitter cannot size its scratch") from None
 
-    def ref_base(self, ref: Ref, node: Node) -> str:
+    def ref_base(self, ref: Ref, node: EmitNode) -> str:
         """Declare o_owner/o_base/o_lines for ``ref`` (the address of its first line)."""
         b = self.buf(ref.buffer)
         lp = self.plan.layouts[ref.buffer]
@@ -242,7 +288,7 @@ class KernelGenerator:
           f" + ((o_slot * R_{b} + o_region) * L_{b} + o_line0) * {lp.line_bytes};")
         return "o_base"
 
-    def source_ptr(self, src, node: Node) -> str | None:
+    def source_ptr(self, src, node: EmitNode) -> str | None:
         if isinstance(src, Input):
             return f"in_bytes + {_c(src.offset)}"
         if isinstance(src, Reg):
@@ -252,23 +298,23 @@ class KernelGenerator:
             return f"reg_{self.reg(src.name)} + {_c(src.offset)}"
         return None
 
-    def fill_value(self, src, lp: LayoutPlan, node: Node) -> str:
-        if src is None or (isinstance(src, Fill) and src.pattern == "zero"):
+    def fill_value(self, src, lp: LayoutPlan, node: EmitNode) -> str:
+        if src is None or (isinstance(src, Fill) and src.pattern is FillPattern.ZERO):
             return "0u" if lp.elem_bytes == 4 else "0ull"
-        if isinstance(src, Fill) and src.pattern == "sentinel":
+        if isinstance(src, Fill) and src.pattern is FillPattern.SENTINEL:
             word = self.sentinel(node)
             if lp.elem_bytes == 4:
                 return f"0x{word:08x}u"
             return f"0x{word:08x}{word:08x}ull"
         raise EmitError(f"{self.where(node)}: unsupported source {src!r}")
 
-    def sentinel(self, node: Node) -> int:
+    def sentinel(self, node: EmitNode) -> int:
         if self.plan.sentinel_word is None:
             raise EmitError(f"{self.where(node)}: Fill('sentinel') needs the protocol's data_domain.forbidden_word "
                             "(the sentinel pattern), which this protocol does not declare")
         return self.plan.sentinel_word
 
-    def marker(self, node: Node) -> str:
+    def marker(self, node: EmitNode) -> str:
         label = getattr(node.op, "label", type(node.op).__name__)
         return f"// {MARKER}{node.id} {label}\\n\\t"
 
@@ -330,7 +376,7 @@ class KernelGenerator:
             o()
         return o.text()
 
-    def kernel(self, part: int, nodes: tuple[Node, ...], last: bool) -> None:
+    def kernel(self, part: int, nodes: tuple[EmitNode, ...], last: bool) -> None:
         o = self.out
         o(f"// Kernel part {part} of {len(self.plan.kernels)}: IR ops "
           f"#{nodes[0].id}..#{max(n.id for n in iter_nodes(nodes))}. One block per (rank, channel).")
@@ -366,50 +412,34 @@ class KernelGenerator:
             o("if (tid == 0) p.ctrl[rank][chan] = iter + 1;")
         o.close()
 
-    def nodes(self, nodes: tuple[Node, ...]) -> None:
+    def nodes(self, nodes: tuple[EmitNode, ...]) -> None:
         for node in nodes:
             self.node(node)
 
-    def node(self, node: Node) -> None:
+    def node(self, node: EmitNode) -> None:
         o = self.out
-        op = node.op
         if node.id in self.plan.sync_before:
             o("__syncthreads();  // emitter: register hand-off between threads (not an IR op)")
-        label = getattr(op, "label", "")
-        o(f"// IR #{node.id} {label} [{_comment_safe(describe_op(op))}]")
-        if isinstance(op, Loop):
-            o("#pragma unroll 1")
-            o.open(f"for (long long {op.var} = 0; {op.var} < {_c(op.count)}; ++{op.var}) {{")
-            self.nodes(node.body)
-            o.close()
-            return
-        if isinstance(op, SyncGroup):
-            o("__syncthreads();")
-            return
-        if isinstance(op, KernelBoundary):
-            o("// end of launch: the next kernel part (or the next collective) starts after this kernel")
-            return
-        o.open("{")
-        if isinstance(op, Store):
-            self.store(node, op)
-        elif isinstance(op, Load):
-            self.load(node, op)
-        elif isinstance(op, PollUntil):
-            self.poll(node, op)
-        elif isinstance(op, Fence):
-            self.fence(node, op)
-        elif isinstance(op, Atomic):
-            self.atomic(node, op)
-        elif isinstance(op, Reduce):
-            self.reduce(node, op)
-        elif isinstance(op, WriteOutput):
-            self.write_output(node, op)
-        else:
-            raise EmitError(f"{self.where(node)}: the emitter has no translation for {type(op).__name__}")
+        label = getattr(node.op, "label", "")
+        o(f"// IR #{node.id} {label} [{_comment_safe(describe_op(node.op))}]")
+        self.visit(node.op, node)
+
+    def visit_loop(self, op: Loop, node: EmitNode) -> None:
+        o = self.out
+        o("#pragma unroll 1")
+        o.open(f"for (long long {op.var} = 0; {op.var} < {_c(op.count)}; ++{op.var}) {{")
+        self.nodes(node.body)
         o.close()
 
+    def visit_sync_group(self, op: SyncGroup, node: EmitNode) -> None:
+        self.out("__syncthreads();")
+
+    def visit_kernel_boundary(self, op: KernelBoundary, node: EmitNode) -> None:
+        self.out("// end of launch: the next kernel part (or the next collective) starts after this kernel")
+
     # -- ops -------------------------------------------------------------------
-    def store(self, node: Node, op: Store) -> None:
+    @_scoped
+    def visit_store(self, op: Store, node: EmitNode) -> None:
         """A store writes the data words when it has a source and the flag words when it has a flag.
 
         When it covers every word of the layout (the usual case) each lane is
@@ -476,7 +506,7 @@ class KernelGenerator:
             self.pattern_switch(lp, partial)
         self.close_item_loop(op.issuer)
 
-    def _load_asm(self, node: Node, lp: LayoutPlan, quals: str, names: list[str], addr: str) -> None:
+    def _load_asm(self, node: EmitNode, lp: LayoutPlan, quals: str, names: list[str], addr: str) -> None:
         o = self.out
         outs = ", ".join(f"%{i}" for i in range(lp.n_elems))
         vec = "{" + outs + "}" if lp.n_elems > 1 else outs
@@ -497,7 +527,8 @@ class KernelGenerator:
 
         self.pattern_switch(lp, write)
 
-    def load(self, node: Node, op: Load) -> None:
+    @_scoped
+    def visit_load(self, op: Load, node: EmitNode) -> None:
         o = self.out
         lp = self.plan.layouts[op.src.buffer]
         quals = ptx_load_qualifiers(op.sem, op.scope, self.where(node))
@@ -513,25 +544,14 @@ class KernelGenerator:
         self._write_data(lp, names, "o_into")
         self.close_item_loop(op.issuer)
 
-    def _predicate(self, node: Node, op: PollUntil, lp: LayoutPlan, pattern, names: list[str]) -> tuple[str, str]:
+    def _predicate(self, node: EmitNode, op: PollUntil, lp: LayoutPlan, pattern, names: list[str]) -> tuple[str, str]:
         """(condition that the lane's polled elements satisfy, the first polled element's name)."""
         polled = [names[i] for i, el in enumerate(pattern.elements) if el.polled]
         if not polled:
             return "true", "0ull"
-        pred = op.until
-        conds = []
-        for name in polled:
-            if isinstance(pred, Equals):
-                conds.append(f"{name} == ({lp.ctype})o_want")
-            elif isinstance(pred, AtLeast):
-                conds.append(f"(long long){name} >= o_want")
-            elif isinstance(pred, NotEqual):
-                conds.append(f"{name} != ({lp.ctype})o_want")
-            else:
-                raise EmitError(f"{self.where(node)}: unknown poll predicate {pred!r}")
-        return " && ".join(conds), polled[0]
+        return " && ".join(op.until.holds(_CWord(name, lp.ctype), "o_want") for name in polled), polled[0]
 
-    def _want(self, node: Node, op: PollUntil, lp: LayoutPlan) -> str:
+    def _want(self, node: EmitNode, op: PollUntil, lp: LayoutPlan) -> str:
         pred = op.until
         if isinstance(pred, NotEqual):
             value = pred.value
@@ -540,7 +560,8 @@ class KernelGenerator:
             return f"(long long){value}ull"
         return _c(pred.value)
 
-    def poll(self, node: Node, op: PollUntil) -> None:
+    @_scoped
+    def visit_poll_until(self, op: PollUntil, node: EmitNode) -> None:
         o = self.out
         lp = self.plan.layouts[op.src.buffer]
         if not lp.layout.poll_words:
@@ -631,19 +652,21 @@ class KernelGenerator:
         o.close()
         o.close()
 
-    def fence(self, node: Node, op: Fence) -> None:
+    @_scoped
+    def visit_fence(self, op: Fence, node: EmitNode) -> None:
         o = self.out
         guard = "if (tid == 0) " if op.issuer is Issuer.LEADER else ""
         o(f'{guard}asm volatile("{self.marker(node)}fence.{op.kind.value}.{op.scope.value};" ::: "memory");')
 
-    def atomic(self, node: Node, op: Atomic) -> None:
+    @_scoped
+    def visit_atomic(self, op: Atomic, node: EmitNode) -> None:
         lp = self.plan.layouts[op.dst.buffer]
         if isinstance(op.operand, (Input, Reg, Fill)):
             self._atomic_data(node, op, lp)
         else:
             self._atomic_scalar(node, op, lp)
 
-    def _atomic_scalar(self, node: Node, op: Atomic, lp: LayoutPlan) -> None:
+    def _atomic_scalar(self, node: EmitNode, op: Atomic, lp: LayoutPlan) -> None:
         """A counter atomic: one scalar instruction per word of each line."""
         o = self.out
         mnemonic, quals = ptx_atomic_qualifiers(op.sem, op.scope, op.into is not None, self.where(node))
@@ -673,7 +696,7 @@ class KernelGenerator:
                 o("(void)o_old;")
         self.close_item_loop(op.issuer)
 
-    def _atomic_data(self, node: Node, op: Atomic, lp: LayoutPlan) -> None:
+    def _atomic_data(self, node: EmitNode, op: Atomic, lp: LayoutPlan) -> None:
         """A data atomic: one vector instruction per lane (element type from the run's dtype)."""
         o = self.out
         if op.op is not RmwOp.ADD:
@@ -742,7 +765,7 @@ class KernelGenerator:
             o(f"(void){', (void)'.join('r' + str(i) for i in range(n))};")
         self.close_item_loop(op.issuer)
 
-    def _vec_sources(self, node: Node, srcs) -> list[tuple[str, str | None, str | None]]:
+    def _vec_sources(self, node: EmitNode, srcs) -> list[tuple[str, str | None, str | None]]:
         """(pointer expression, count, stride) for each reduce source; Fill('zero') contributes nothing."""
         out = []
         for src in srcs:
@@ -754,13 +777,14 @@ class KernelGenerator:
                     out.append((ptr, None, None))
                 else:
                     out.append((ptr, _c(src.count), _c(src.stride)))
-            elif isinstance(src, Fill) and src.pattern == "zero":
+            elif isinstance(src, Fill) and src.pattern is FillPattern.ZERO:
                 continue
             else:
                 raise EmitError(f"{self.where(node)}: cannot reduce over {src!r}")
         return out
 
-    def reduce(self, node: Node, op: Reduce) -> None:
+    @_scoped
+    def visit_reduce(self, op: Reduce, node: EmitNode) -> None:
         o = self.out
         if op.op != "sum":
             raise EmitError(f"{self.where(node)}: reduce op {op.op!r} is not supported (sum only)")
@@ -791,14 +815,15 @@ class KernelGenerator:
             o(f"acc.store(o_out + v * {vw});")
         o.close()
 
-    def write_output(self, node: Node, op: WriteOutput) -> None:
+    @_scoped
+    def visit_write_output(self, op: WriteOutput, node: EmitNode) -> None:
         o = self.out
         vw = self.plan.vec_bytes
         o(f"const long long o_nb = {_c(op.nbytes)};")
         o(f"COLLSIM_CHECK_MULTIPLE({node.id}, o_nb, {vw});")
         o(f"char* const o_out = out_bytes + {_c(op.offset)};")
         if isinstance(op.src, Fill):
-            word = 0 if op.src.pattern == "zero" else self.sentinel(node)
+            word = 0 if op.src.pattern is FillPattern.ZERO else self.sentinel(node)
             o("#pragma unroll 1")
             o.open("for (long long v = tid; v < o_nb / 4; v += nthreads) {")
             o(f"collsim_st_u32(o_out + v * 4, 0x{word:08x}u);")

@@ -30,9 +30,11 @@ from dataclasses import dataclass, field
 
 from collsim.emit.cuda import MARKER
 from collsim.emit.plan import ProgramPlan, iter_nodes
-from collsim.ir.ops import Atomic, Fence, Fill, Input, Load, Loop, PollUntil, Reg, Store
 from collsim.ir.layout import WordRole
+from collsim.ir.ops import (Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, PollUntil, Reduce, Reg, Store,
+                            SyncGroup, WriteOutput)
 from collsim.ir.types import Sem
+from collsim.ir.visit import OpVisitor
 
 __all__ = ["PtxInstruction", "PtxFinding", "PtxReport", "check_ptx", "expected_instructions", "parse_entries"]
 
@@ -246,61 +248,90 @@ def _word_types(elem_bytes: int) -> tuple[str, ...]:
     return ("u32", "b32", "s32") if elem_bytes == 4 else ("u64", "b64", "s64")
 
 
+class _Demands(OpVisitor):
+    """What one IR op demands of the PTX (None: the op is no synchronization-relevant instruction)."""
+
+    consumer = "the PTX translation check"
+
+    def __init__(self, plan: ProgramPlan, dtype: str) -> None:
+        self.plan = plan
+        self.dtype = dtype
+
+    def memory(self, op: Store | Load | PollUntil, node_id: int, ref, opcode: str, blocks: int = 1,
+               scalar: bool = False) -> Expectation:
+        layout = self.plan.program.buffer(ref.buffer).layout
+        elem = max(w.nbytes for w in layout.words)
+        scope = "sys" if op.sem is Sem.VOLATILE else (op.scope.value if op.sem is not Sem.WEAK else "")
+        vector = "" if scalar else _vec(layout.store_bytes // elem)
+        return Expectation(node_id, op.label, (opcode,), op.sem.value, scope, vector, _word_types(elem), 1,
+                           in_loop=isinstance(op, PollUntil), extra=("global",), blocks=blocks)
+
+    def visit_store(self, op: Store, node_id: int) -> Expectation:
+        # a store covers the data words if it has a source, the flag words if it has a flag;
+        # covering only some words of a line means one scalar store per covered word
+        layout = self.plan.program.buffer(op.dst.buffer).layout
+        covered = [w for w in layout.words
+                   if (w.role is WordRole.DATA and op.src is not None)
+                   or (w.role is WordRole.FLAG and op.flag is not None)]
+        if len(covered) != len(layout.words):
+            return self.memory(op, node_id, op.dst, "st", blocks=len(covered), scalar=True)
+        return self.memory(op, node_id, op.dst, "st")
+
+    def visit_load(self, op: Load, node_id: int) -> Expectation:
+        return self.memory(op, node_id, op.src, "ld")
+
+    def visit_poll_until(self, op: PollUntil, node_id: int) -> Expectation:
+        return self.memory(op, node_id, op.src, "ld")
+
+    def visit_fence(self, op: Fence, node_id: int) -> Expectation:
+        return Expectation(node_id, op.label, ("fence",), op.kind.value, op.scope.value, "", ("",), 1,
+                           extra=(op.kind.value,))
+
+    def visit_atomic(self, op: Atomic, node_id: int) -> Expectation:
+        label = op.label
+        returns = op.into is not None
+        sem = "relaxed" if op.sem is Sem.VOLATILE else op.sem.value
+        scope = "sys" if op.sem is Sem.VOLATILE else op.scope.value
+        allowed = ("atom",) if (returns or sem in ("acquire", "acq_rel")) else ("red",)
+        layout = self.plan.program.buffer(op.dst.buffer).layout
+        if isinstance(op.operand, (Input, Reg, Fill)):
+            n = layout.store_bytes // 4
+            if self.dtype == "fp32":
+                return Expectation(node_id, label, allowed, sem, scope, _vec(n), ("f32",), 1,
+                                   extra=("global", op.op.value))
+            if self.dtype == "bf16":
+                return Expectation(node_id, label, allowed, sem, scope, _vec(n), ("bf16x2",), 1,
+                                   extra=("global", op.op.value, "noftz"))
+            return Expectation(node_id, label, allowed, sem, scope, "", ("u32", "s32"), n,
+                               extra=("global", op.op.value))
+        elem = max(w.nbytes for w in layout.words)
+        types = _word_types(elem) if op.op.value != "exch" else (("b32",) if elem == 4 else ("b64",))
+        return Expectation(node_id, label, allowed, sem, scope, "", types, 1, extra=("global", op.op.value))
+
+    def visit_reduce(self, op: Reduce, node_id: int) -> None:
+        return None  # rank-local loads and stores
+
+    def visit_write_output(self, op: WriteOutput, node_id: int) -> None:
+        return None
+
+    def visit_sync_group(self, op: SyncGroup, node_id: int) -> None:
+        return None  # __syncthreads: bar.sync, counted apart
+
+    def visit_kernel_boundary(self, op: KernelBoundary, node_id: int) -> None:
+        return None
+
+    def visit_loop(self, op: Loop, node_id: int) -> None:
+        return None  # its body's ops are nodes of their own
+
+
 def expected_instructions(plan: ProgramPlan, dtype: str) -> dict[int, Expectation]:
     """What every synchronization-relevant IR op of ``plan`` demands, for element type ``dtype`` (fp32, bf16, int32)."""
+    demands = _Demands(plan, dtype)
     out: dict[int, Expectation] = {}
     for node in iter_nodes(plan.nodes):
-        op = node.op
-        label = getattr(op, "label", "")
-        if isinstance(op, Loop):
-            continue
-        if isinstance(op, (Store, Load, PollUntil)):
-            ref = op.dst if isinstance(op, Store) else op.src
-            layout = plan.program.buffer(ref.buffer).layout
-            widths = {w.nbytes for w in layout.words}
-            elem = max(widths)
-            n = layout.store_bytes // elem
-            opcode = "st" if isinstance(op, Store) else "ld"
-            sem = op.sem.value
-            scope = "sys" if op.sem is Sem.VOLATILE else (op.scope.value if op.sem is not Sem.WEAK else "")
-            vector = _vec(n)
-            blocks = 1
-            if isinstance(op, Store):
-                # a store covers the data words if it has a source, the flag words if it has a flag;
-                # covering only some words of a line means one scalar store per covered word
-                covered = [w for w in layout.words
-                           if (w.role is WordRole.DATA and op.src is not None)
-                           or (w.role is WordRole.FLAG and op.flag is not None)]
-                if len(covered) != len(layout.words):
-                    vector = ""
-                    blocks = len(covered)
-            out[node.id] = Expectation(node.id, label, (opcode,), sem, scope, vector, _word_types(elem), 1,
-                                       in_loop=isinstance(op, PollUntil), extra=("global",), blocks=blocks)
-        elif isinstance(op, Fence):
-            out[node.id] = Expectation(node.id, label, ("fence",), op.kind.value, op.scope.value, "", ("",), 1,
-                                       extra=(op.kind.value,))
-        elif isinstance(op, Atomic):
-            returns = op.into is not None
-            sem = "relaxed" if op.sem is Sem.VOLATILE else op.sem.value
-            scope = "sys" if op.sem is Sem.VOLATILE else op.scope.value
-            allowed = ("atom",) if (returns or sem in ("acquire", "acq_rel")) else ("red",)
-            layout = plan.program.buffer(op.dst.buffer).layout
-            if isinstance(op.operand, (Input, Reg, Fill)):
-                n = layout.store_bytes // 4
-                if dtype == "fp32":
-                    out[node.id] = Expectation(node.id, label, allowed, sem, scope, _vec(n), ("f32",), 1,
-                                               extra=("global", op.op.value))
-                elif dtype == "bf16":
-                    out[node.id] = Expectation(node.id, label, allowed, sem, scope, _vec(n), ("bf16x2",), 1,
-                                               extra=("global", op.op.value, "noftz"))
-                else:
-                    out[node.id] = Expectation(node.id, label, allowed, sem, scope, "", ("u32", "s32"), n,
-                                               extra=("global", op.op.value))
-            else:
-                elem = max(w.nbytes for w in layout.words)
-                types = _word_types(elem) if op.op.value != "exch" else (("b32",) if elem == 4 else ("b64",))
-                out[node.id] = Expectation(node.id, label, allowed, sem, scope, "", types, 1,
-                                           extra=("global", op.op.value))
+        want = demands.visit(node.op, node.id)
+        if want is not None:
+            out[node.id] = want
     return out
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from collsim.ir.expr import Expr, as_expr
 from collsim.ir.layout import LineLayout
+from collsim.ir.types import FillPattern
 
 __all__ = ["Buffer"]
 
@@ -31,8 +32,8 @@ class Buffer:
         Regions per slot (e.g. ``NRANKS``: one per sender).
     lines : Expr
         Lines per region (may depend on ``MSG`` and ``NRANKS``).
-    init : str
-        Initial contents: ``"zero"`` or ``"sentinel"``.
+    init : FillPattern
+        Initial contents: ``FillPattern.ZERO`` or ``FillPattern.SENTINEL`` (or their names).
     role : str
         What it is for, for humans: ``"data"``, ``"flags"``, ``"credits"``...
 
@@ -50,7 +51,7 @@ class Buffer:
     depth: int
     regions: Expr
     lines: Expr
-    init: str = "zero"
+    init: FillPattern = FillPattern.ZERO
     role: str = "data"
 
     def __post_init__(self) -> None:
@@ -58,8 +59,10 @@ class Buffer:
         object.__setattr__(self, "lines", as_expr(self.lines))
         if self.depth < 1:
             raise ValueError(f"buffer {self.name}: depth must be at least 1")
-        if self.init not in ("zero", "sentinel"):
-            raise ValueError(f"buffer {self.name}: init is 'zero' or 'sentinel', not {self.init!r}")
+        try:
+            object.__setattr__(self, "init", FillPattern(self.init))
+        except ValueError:
+            raise ValueError(f"buffer {self.name}: init is 'zero' or 'sentinel', not {self.init!r}") from None
 
     def total_lines(self, env) -> int:
         return self.depth * self.regions.evaluate(env) * self.lines.evaluate(env)

@@ -17,10 +17,11 @@ with every expression replaced by its integer value.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Mapping, Union
+from typing import Any, ClassVar, Mapping, Union
 
 from collsim.ir.expr import Expr, ExprLike, as_expr
-from collsim.ir.types import FenceKind, Issuer, RmwOp, Scope, Sem
+from collsim.ir.origin import SourceLocation
+from collsim.ir.types import FenceKind, FillPattern, Issuer, RmwOp, Scope, Sem
 
 __all__ = [
     "Ref",
@@ -32,6 +33,9 @@ __all__ = [
     "AtLeast",
     "NotEqual",
     "Predicate",
+    "SymbolicWord",
+    "DATA_WORD",
+    "SENTINEL_WORD",
     "Op",
     "Store",
     "Load",
@@ -105,53 +109,151 @@ class Reg:
 
 @dataclass(frozen=True)
 class Fill:
-    """A constant pattern in every data word: ``"zero"`` or ``"sentinel"``."""
+    """A constant pattern in every data word: ``FillPattern.ZERO`` or ``FillPattern.SENTINEL``.
 
-    pattern: str
+    The pattern may be given by name (``Fill("sentinel")``).
+    """
+
+    pattern: FillPattern
 
     def __post_init__(self) -> None:
-        if self.pattern not in ("zero", "sentinel"):
-            raise ValueError(f"fill pattern is 'zero' or 'sentinel', not {self.pattern!r}")
+        try:
+            object.__setattr__(self, "pattern", FillPattern(self.pattern))
+        except ValueError:
+            raise ValueError(f"fill pattern is 'zero' or 'sentinel', not {self.pattern!r}") from None
 
 
 Source = Union[Input, Reg, Fill]
 
 
+class SymbolicWord:
+    """The value of a polled word for a consumer that does not track data values (the simulator).
+
+    :data:`DATA_WORD` is user data: never an epoch or a count, and never the sentinel (the
+    protocol's data domain promises it). :data:`SENTINEL_WORD` is the sentinel pattern.
+    :meth:`Predicate.holds` decides both.
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+#: A polled word that holds user data.
+DATA_WORD = SymbolicWord("DATA")
+#: A polled word that holds the sentinel pattern.
+SENTINEL_WORD = SymbolicWord("SENTINEL")
+
+
 @dataclass(frozen=True)
-class Equals:
+class Predicate:
+    """The exit condition of a :class:`PollUntil`, checked on every polled word of every line.
+
+    :meth:`holds` is the one evaluation every consumer uses. The word may be an ``int`` (the
+    verifier's reference run), a z3 term (the verifier's encoding: the result is a z3 formula),
+    any value with comparison operators (the emitter compares C expressions this way), or a
+    :class:`SymbolicWord`.
+
+    >>> from collsim.ir.expr import ITER
+    >>> epoch = Equals(ITER + 1).bind({"ITER": 2})
+    >>> epoch.holds(3), epoch.describe(), AtLeast(3).bind({}).holds(2)
+    (True, '== 3', False)
+    >>> NotEqual(0xFFFAFFFA).holds(SENTINEL_WORD), NotEqual(0xFFFAFFFA).holds(DATA_WORD)
+    (False, True)
+    """
+
+    value: Any
+    #: the comparison, as :meth:`describe` prints it
+    symbol: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.value, int):
+            object.__setattr__(self, "value", _e(self.value))
+
+    def bind(self, env: Mapping[str, int]) -> "Predicate":
+        """The same predicate with its value evaluated in ``env``."""
+        if not isinstance(self.value, Expr):
+            return self
+        bound = object.__new__(type(self))
+        object.__setattr__(bound, "value", self.value.evaluate(env))
+        return bound
+
+    def holds(self, word: Any, want: Any = None) -> Any:
+        """Whether ``word`` satisfies the condition against ``want`` (default: the bound predicate's value)."""
+        if isinstance(word, SymbolicWord):
+            return self._symbolic_holds(word)
+        if want is None:
+            want = self.value
+            if isinstance(want, Expr):
+                raise TypeError(f"{self!r} is symbolic: bind it (Predicate.bind or collsim.ir.ops.bind) first")
+        return self._compare(word, want)
+
+    def describe(self) -> str:
+        """``"== 5"``, ``">= 3"``, ``"!= 0xfffafffa"``: the condition a bound poll waits for."""
+        return f"{self.symbol} {self.value}"
+
+    def _compare(self, word: Any, want: Any) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _symbolic_holds(self, word: SymbolicWord) -> bool:
+        return False  # user data and the sentinel are never an epoch or a count
+
+
+@dataclass(frozen=True)
+class Equals(Predicate):
     """Every polled word equals ``value`` (an epoch flag)."""
 
     value: Expr
+    symbol: ClassVar[str] = "=="
 
-    def __post_init__(self) -> None:
-        if isinstance(self.value, int):
-            object.__setattr__(self, "value", _e(self.value))
+    def _compare(self, word: Any, want: Any) -> Any:
+        return word == want
 
 
 @dataclass(frozen=True)
-class AtLeast:
+class AtLeast(Predicate):
     """The polled counter is at least ``value``."""
 
     value: Expr
+    symbol: ClassVar[str] = ">="
 
-    def __post_init__(self) -> None:
-        if isinstance(self.value, int):
-            object.__setattr__(self, "value", _e(self.value))
+    def _compare(self, word: Any, want: Any) -> Any:
+        return word >= want
 
 
 @dataclass(frozen=True)
-class NotEqual:
+class NotEqual(Predicate):
     """No polled word equals ``value`` (the sentinel: data has overwritten it)."""
 
     value: int
+    symbol: ClassVar[str] = "!="
 
+    def __post_init__(self) -> None:
+        pass  # the sentinel is a literal bit pattern, not an expression
 
-Predicate = Union[Equals, AtLeast, NotEqual]
+    def _compare(self, word: Any, want: Any) -> Any:
+        return word != want
+
+    def _symbolic_holds(self, word: SymbolicWord) -> bool:
+        return word is DATA_WORD
+
+    def describe(self) -> str:
+        return f"{self.symbol} {self.value:#x}"
 
 
 @dataclass(frozen=True)
 class Op:
-    """Base of all operations. ``label`` names the op in timelines, counterexamples and emitted comments."""
+    """Base of all operations. ``label`` names the op in timelines, counterexamples and emitted comments.
+
+    ``origin`` is where protocol code emitted the op (:class:`~collsim.ir.program.ProgramBuilder`
+    records it); it is no part of the op's value: ops equal and print alike wherever they came from.
+    """
+
+    origin: SourceLocation | None = field(default=None, kw_only=True, compare=False, repr=False)
 
     def children(self) -> tuple["Op", ...]:
         return ()
@@ -332,7 +434,9 @@ OP_TYPES: tuple[type[Op], ...] = (Store, Load, PollUntil, Fence, Atomic, Reduce,
 def _bind_value(value: Any, env: Mapping[str, int]) -> Any:
     if isinstance(value, Expr):
         return value.evaluate(env)
-    if isinstance(value, (Ref, Input, Reg, Equals, AtLeast)):
+    if isinstance(value, Predicate):
+        return value.bind(env)
+    if isinstance(value, (Ref, Input, Reg)):
         return _bind_fields(value, env)
     if isinstance(value, tuple):
         return tuple(_bind_value(item, env) for item in value)

@@ -17,12 +17,13 @@ from typing import Any, Callable, ClassVar, Mapping
 from collsim.errors import ProtocolDefinitionError
 from collsim.ir.assumptions import get_assumption
 from collsim.ir.buffers import Buffer
-from collsim.ir.expr import ITER, NRANKS, RANK, Expr, Var, as_expr
+from collsim.ir.expr import ITER, NRANKS, RANK, Expr, Var, as_expr, mask
 from collsim.ir.layout import LineLayout
 from collsim.ir.ops import Source
 from collsim.ir.program import ProgramBuilder
 
-__all__ = ["DataDomain", "Send", "Recv", "Exchange", "ReduceExchange", "Protocol", "PEER", "PEER_INDEX", "peer_ranks"]
+__all__ = ["DataDomain", "Send", "Recv", "Exchange", "ReduceExchange", "Launch", "Protocol", "PEER", "PEER_INDEX",
+           "peer_ranks"]
 
 #: The loop variable of an exchange over all peers (0 .. NRANKS-2) ...
 PEER_INDEX = Var("k")
@@ -131,6 +132,20 @@ class ReduceExchange:
         return ITER * self.phases_per_iter + self.phase
 
 
+@dataclass(frozen=True)
+class Launch:
+    """What :meth:`Protocol.prologue` and :meth:`Protocol.epilogue` know of the launch they bracket.
+
+    ``transfer_bytes`` is the most bytes one send moves (what :meth:`Protocol.buffers` was sized for)
+    and ``phases_per_iter`` the number of exchanges in one launch, the same value every
+    :class:`Exchange` of the launch carries: a hook derives epochs and barrier numbers from it
+    instead of remembering what an earlier hook saw.
+    """
+
+    transfer_bytes: Expr
+    phases_per_iter: Expr
+
+
 class Protocol:
     """Base class of protocols.
 
@@ -139,6 +154,10 @@ class Protocol:
     ``reduces_remotely``). Constructor keyword arguments override entries of
     ``default_params`` (e.g. ``flag_bits``), so the verifier can shrink a
     flag and a mutant can change one parameter.
+
+    A protocol keeps no state between hooks: every hook gets what it needs
+    as arguments (:class:`Exchange`, :class:`Launch`), so one instance can
+    generate any number of programs, in any order.
     """
 
     name: ClassVar[str]
@@ -153,6 +172,11 @@ class Protocol:
     reduces_remotely: ClassVar[bool] = False
     #: the NCCL cost-model column that stands in for it in the analytic model
     analytic_family: ClassVar[str] = "simple"
+    #: global barriers (all-to-all rounds beyond the data-carried flags) it runs in every exchange ...
+    barriers_per_exchange: ClassVar[int] = 0
+    #: ... and once per launch besides (a closing barrier): with an algorithm's exchanges per launch they
+    #: make the sync rounds of the analytic model (:func:`collsim.algorithms.sync_rounds`)
+    barriers_per_launch: ClassVar[int] = 0
     #: where the design comes from
     citation: ClassVar[str] = ""
     #: what a mutant is expected to break (empty for shipped protocols)
@@ -181,9 +205,18 @@ class Protocol:
     def flag_bits(self) -> int:
         return int(self.params.get("flag_bits", 64))
 
-    def sync_rounds(self, algorithm: str) -> int:
-        """Global synchronization rounds beyond data-carried flags (barrier protocols override)."""
-        return 0
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """One stable identity for caches: the class (module and qualified name), the name and the parameters.
+
+        Two instances with the same key generate the same programs; the key is the same in every process.
+
+        >>> from collsim.ir.registry import load_protocol
+        >>> load_protocol("ll", depth=3).key
+        ('protocols.ll.LL', 'll', "[('credit_slack', 0), ('depth', 3), ('flag_bits', 32)]")
+        """
+        cls = type(self)
+        return (f"{cls.__module__}.{cls.__qualname__}", self.name, repr(sorted(self.params.items())))
 
     def describe(self) -> str:
         doc = (type(self).__doc__ or "").strip().split("\n\n")[0]
@@ -194,7 +227,7 @@ class Protocol:
         """The buffers for phases that move at most ``transfer_bytes`` per send."""
         raise NotImplementedError
 
-    def prologue(self, b: ProgramBuilder, transfer_bytes: Expr) -> None:
+    def prologue(self, b: ProgramBuilder, launch: Launch) -> None:
         """Operations before the first phase (default: none)."""
 
     def exchange(self, b: ProgramBuilder, ex: Exchange) -> None:
@@ -203,7 +236,7 @@ class Protocol:
     def reduce_exchange(self, b: ProgramBuilder, ex: ReduceExchange) -> None:
         raise ProtocolDefinitionError(f"protocol {self.name!r} does not reduce remotely")
 
-    def epilogue(self, b: ProgramBuilder, transfer_bytes: Expr) -> None:
+    def epilogue(self, b: ProgramBuilder, launch: Launch) -> None:
         """Operations after the last phase (default: none)."""
 
     # -- helpers for subclasses -------------------------------------------
@@ -224,8 +257,6 @@ class Protocol:
 
     def epoch(self, seq: Expr) -> Expr:
         """The flag value of sequence number ``seq``: ``seq + 1`` in ``flag_bits`` bits, never the zero of fresh memory until it wraps."""
-        from collsim.ir.expr import mask
-
         return mask(seq + 1, self.flag_bits)
 
 

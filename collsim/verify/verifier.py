@@ -3,7 +3,7 @@
 :func:`verify` is the API (``collsim verify`` prints its result):
 
 1. the protocol's program under an algorithm is lowered for a bound
-   (:class:`~collsim.verify.lower.Bounds`: ranks, launches, lines, threads)
+   (:class:`~collsim.verify.instance.Bounds`: ranks, launches, lines, threads)
    with the protocol's declared hardware assumptions;
 2. a reference execution fixes the value every consumer is meant to read;
 3. each property of :data:`~collsim.verify.properties.PROPERTIES` is a
@@ -31,7 +31,9 @@ from collsim.ir.assumptions import get_assumption
 from collsim.ir.protocol import Protocol
 from collsim.ir.registry import list_mutants, list_protocols, load_protocol
 from collsim.verify import cache as _cache
-from collsim.verify.lower import Bounds, Lowered, lower, reference_run
+from collsim.verify.instance import Bounds, VerifyInstance
+from collsim.verify.lower import lower_instance
+from collsim.verify.reference import reference_run
 from collsim.verify.properties import (
     PROPERTIES,
     PROPERTY_TITLES,
@@ -308,7 +310,7 @@ def _status(result: z3.CheckSatResult) -> str:
 class _Checker:
     """Runs the property queries of one lowered program, building every term in ``ctx``."""
 
-    def __init__(self, low: Lowered, bound: Bound, model: str, timeout: float, ctx: z3.Context) -> None:
+    def __init__(self, low: VerifyInstance, bound: Bound, model: str, timeout: float, ctx: z3.Context) -> None:
         self.low = low
         self.bound = bound
         self.model = model
@@ -394,7 +396,7 @@ class _Checker:
                 live.append(stale_or_early(lx, self.ref, "early"))
             results.update(self._solve(lx, live, base_check=False))
         if "sentinel-collision" in props:
-            polls = [i for i in low.instrs if i.kind == "poll" and i.predicate[0] == "ne"]
+            polls = low.sentinel_polls
             if not polls:
                 results["sentinel-collision"] = PropertyResult(
                     "sentinel-collision", "holds", self.bound, 0.0, note="no poll compares data against a sentinel")
@@ -407,7 +409,7 @@ class _Checker:
         return {p: results[p] for p in PROPERTIES if p in results}
 
 
-def _bound(low: Lowered, bounds: Bounds, model: str, assumptions: tuple[str, ...], data_domain: bool) -> Bound:
+def _bound(low: VerifyInstance, bounds: Bounds, model: str, assumptions: tuple[str, ...], data_domain: bool) -> Bound:
     return Bound(bounds.ranks, bounds.iterations, bounds.lines, bounds.threads, model, assumptions, data_domain,
                  tuple(low.notes))
 
@@ -428,7 +430,7 @@ class _Plan:
     proto: Protocol
     algorithm: str
     bounds: Bounds
-    low: Lowered
+    low: VerifyInstance
     active: tuple[str, ...]
     domain: bool
     props: list[str]
@@ -455,7 +457,7 @@ def _plan(protocol: str | Protocol, algorithm: str | None, *, ranks: int | None 
     props = list(PROPERTIES) if properties is None else [normalize_property(p) for p in properties]
     bounds = _bounds_for(proto, ranks, iterations, lines, threads, max_lanes)
     expected = normalize_property(proto.expected_violation) if proto.expected_violation else None
-    low = lower(proto, algorithm, bounds, active)
+    low = lower_instance(proto, algorithm, bounds, active)
     key = _cache.cache_key({
         "protocol": proto.name, "class": f"{type(proto).__module__}.{type(proto).__qualname__}",
         "params": repr(sorted(proto.params.items(), key=lambda kv: kv[0])), "algorithm": algorithm,
@@ -526,8 +528,9 @@ def verify(
     return result
 
 
-def _check_all(proto: Protocol, algorithm: str, bounds: Bounds, low: Lowered, model: str, active: tuple[str, ...],
-               domain: bool, timeout: float, props: list[str], dependencies: bool, ctx: z3.Context
+def _check_all(proto: Protocol, algorithm: str, bounds: Bounds, low: VerifyInstance, model: str,
+               active: tuple[str, ...], domain: bool, timeout: float, props: list[str], dependencies: bool,
+               ctx: z3.Context
                ) -> tuple[dict[str, PropertyResult], list[Dependency]]:
     """The properties under ``active``, and (with ``dependencies``) without each assumption and the data domain.
 
@@ -540,13 +543,12 @@ def _check_all(proto: Protocol, algorithm: str, bounds: Bounds, low: Lowered, mo
         dep_props = [p for p in props if p != "sentinel-collision"]
         for a in active:
             rest = tuple(x for x in active if x != a)
-            low2 = lower(proto, algorithm, bounds, rest)
+            low2 = lower_instance(proto, algorithm, bounds, rest)
             b2 = _bound(low2, bounds, model, rest, domain)
             res2 = _Checker(low2, b2, model, timeout, ctx).run(dep_props)
             deps.append(Dependency(a, "assumption", {p: r for p, r in res2.items() if not r.holds},
                                    get_assumption(a).statement))
-        if domain and "sentinel-collision" in props and any(
-                i.kind == "poll" and i.predicate[0] == "ne" for i in low.instrs):
+        if domain and "sentinel-collision" in props and low.sentinel_polls:
             b2 = _bound(low, bounds, model, active, False)
             res2 = _Checker(low, b2, model, timeout, ctx).run(["sentinel-collision"], with_domain=False)
             deps.append(Dependency(DATA_DOMAIN, "data-domain", {p: r for p, r in res2.items() if not r.holds},
@@ -569,7 +571,7 @@ def verdict_for(protocol: str | Protocol, algorithm: str | None = None, model: s
         active = tuple(proto.assumptions) if assume is None else tuple(dict.fromkeys(assume))
         bounds = _bounds_for(proto, kwargs.get("ranks"), kwargs.get("iterations"), kwargs.get("lines"),
                              kwargs.get("threads"), kwargs.get("max_lanes"))
-        low = lower(proto, algorithm, bounds, active)
+        low = lower_instance(proto, algorithm, bounds, active)
         props = list(PROPERTIES) if kwargs.get("properties") is None else [normalize_property(p) for p in
                                                                           kwargs["properties"]]
         key = _cache.cache_key({
