@@ -91,6 +91,8 @@ def _check_dry_run(out: Path, stage: Path, programs: set[str]) -> None:
         assert "sm_90" in emit["archs"]
         helped = subprocess.run([str(binary), "--help"], capture_output=True, text=True, timeout=60)
         assert helped.returncode == 0 and "--ranks" in helped.stdout
+        if prog["kind"] == "program":  # and the variant whose every IR op traps outside its buffer
+            assert prog["bounds"] and (binary.parent / "collsim_bench_bounds").stat().st_size > 0
 
     # the would-be measurement CSV: the emitted harness's header, a collsim measurement CSV (the
     # rows it will hold are tested in tests/test_emit_host.py), with what collsim compare joins on
@@ -113,6 +115,7 @@ def _check_dry_run(out: Path, stage: Path, programs: set[str]) -> None:
     tools = {r["step"] for r in planned if r["phase"] == "sanitize"}
     assert {"racecheck", "synccheck"} <= tools
     assert {r["step"] for r in planned if r["phase"] == "sweep"} == {"r2", "r4", "r8"}
+    assert all("/collsim_bench_bounds " in r["command"] for r in planned if r["phase"] == "check")
 
     plan = (out / "plan.txt").read_text()
     total = float(plan.split("estimate: ", 1)[1].split(" s", 1)[0])

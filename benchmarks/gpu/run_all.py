@@ -229,13 +229,14 @@ class Program:
     unverified: bool = False
     archs: tuple[str, ...] = ()
     built: bool = False
+    bounds: bool = False        # collsim_bench_bounds (make check-bounds) was built too
     build_note: str = ""
     expect: int = 0             # controls: the harness exit status the run must end with
     why: str = ""
     control_args: tuple[str, ...] = ()
 
-    def binary(self, stage: Path) -> Path:
-        return stage / self.directory / "collsim_bench"
+    def binary(self, stage: Path, bounds: bool = False) -> Path:
+        return stage / self.directory / ("collsim_bench_bounds" if bounds else "collsim_bench")
 
 
 @dataclasses.dataclass
@@ -248,6 +249,7 @@ class Step:
     args: list[str]
     est_s: float
     tool: str = ""              # sanitizer name, or "" for a plain run
+    bounds: bool = False        # run the bounds-checked build
     csv: bool = False           # the run writes measurement rows into results.csv
     expect: int = 0
     shape: Optional[RunShape] = None
@@ -325,8 +327,9 @@ def plan_steps(programs: list[Program], settings: Settings) -> list[Step]:
                 steps.append(Step("sanitize", prog, tool, shape.args(), est, tool=tool, shape=shape))
     if "check" in settings.phases:
         for prog in runnable:
-            for label, shape in check_shapes():
-                steps.append(Step("check", prog, label, shape.args(), shape.estimate_s(), csv=True, shape=shape))
+            for label, shape in check_shapes():  # correctness only: bounds checks cost time, so no CSV rows
+                steps.append(Step("check", prog, label, shape.args(), shape.estimate_s(), shape=shape,
+                                  bounds=prog.bounds))
     if "large" in settings.phases:
         for prog in runnable:
             shape = settings.large
@@ -685,7 +688,9 @@ def _program_from(d: Path, stage: Path, kind: str) -> Program:
 
 def build_all(stage: Path, programs: list[Program], nvcc: str, arch: str, logs: Path,
               jobs: Optional[int] = None) -> None:
-    """``make`` every program (two files each, so two make jobs per program)."""
+    """``make`` every program (two files each, so two make jobs per program), and for verified
+    programs also the bounds-checked variant (``make check-bounds``: every IR op traps when it
+    addresses outside its buffer) as ``collsim_bench_bounds``."""
     cpus = os.cpu_count() or 2
     workers = jobs or max(1, cpus // 2)
 
@@ -695,14 +700,31 @@ def build_all(stage: Path, programs: list[Program], nvcc: str, arch: str, logs: 
             prog.built, prog.build_note = False, f"cannot run on {arch} (archs: {', '.join(prog.archs)})"
             return
         blog = logs / f"build_{prog.name}.log"
-        rc, secs, killed = run_logged(["make", "-C", str(d), "-j2", f"ARCH={arch}", f"NVCC={nvcc}"], blog, 900)
-        if rc == 0 and prog.binary(stage).exists():
-            for obj in d.glob("*.o"):  # the binary is all a run needs; keeps a carried stage small
-                obj.unlink()
-            prog.built, prog.build_note = True, f"built for {arch} in {secs:.0f} s"
-        else:
+        make = ["make", "-C", str(d), "-j2", f"ARCH={arch}", f"NVCC={nvcc}"]
+        rc, secs, killed = run_logged(make, blog, 900)
+        prog.built = rc == 0 and prog.binary(stage).exists()
+        if not prog.built:
             why = "killed after 900 s" if killed else f"make exit {rc}"
-            prog.built, prog.build_note = False, f"build failed ({why}; logs/{blog.name})"
+            prog.build_note = f"build failed ({why}; logs/{blog.name})"
+            return
+        prog.build_note = f"built for {arch} in {secs:.0f} s"
+        if prog.kind == "program":
+            plain = d / "collsim_bench.plain"
+            prog.binary(stage).rename(plain)
+            (d / "kernel.o").unlink()
+            # main.o is shared with the plain build where only kernel.cu's headers read the switch
+            if any("COLLSIM_CHECK_BOUNDS" in (d / f).read_text() for f in ("main.cu", "harness_host.h", "program.h")):
+                (d / "main.o").unlink()
+            rc, more, _ = run_logged(make + ["EXTRA=-DCOLLSIM_CHECK_BOUNDS"], blog, 900)
+            if rc == 0 and prog.binary(stage).exists():
+                prog.binary(stage).rename(prog.binary(stage, bounds=True))
+                prog.bounds = True
+                prog.build_note += f", bounds-checked variant in {more:.0f} s"
+            else:
+                prog.build_note += f"; the bounds-checked variant failed (make exit {rc}; logs/{blog.name})"
+            plain.rename(prog.binary(stage))
+        for obj in d.glob("*.o"):  # the binaries are all a run needs; keeps a carried stage small
+            obj.unlink()
 
     log(f"build {len(programs)} program(s) for {arch} ({workers} at a time)")
     with ThreadPoolExecutor(workers) as pool:
@@ -865,10 +887,12 @@ def check_binaries(stage: Path, programs: list[Program], gpu_arch: str, staged_a
             prog.build_note = f"staged for {staged_arch}, this GPU is {gpu_arch}"
             need.append(prog)
             continue
-        rc, out = capture([str(prog.binary(stage)), "--help"], timeout=60)
-        if rc != 0:
-            prog.build_note = f"staged binary does not start here (exit {rc}: {out.strip()[:160]})"
-            need.append(prog)
+        for bounds in (False, True) if prog.bounds else (False,):
+            rc, out = capture([str(prog.binary(stage, bounds)), "--help"], timeout=60)
+            if rc != 0:
+                prog.build_note = f"staged binary does not start here (exit {rc}: {out.strip()[:160]})"
+                need.append(prog)
+                break
     if not need:
         return
     if nvcc is None or not shutil.which("make"):
@@ -890,11 +914,12 @@ def validate_args(stage: Path, steps: list[Step]) -> list[str]:
     problems = []
     seen = set()
     for step in steps:
-        key = (step.program.name, tuple(step.args))
+        key = (step.program.name, step.bounds, tuple(step.args))
         if key in seen:
             continue
         seen.add(key)
-        rc, out = capture([str(step.program.binary(stage)), *step.args, "--csv", os.devnull, "--help"], timeout=60)
+        rc, out = capture([str(step.program.binary(stage, step.bounds)), *step.args, "--csv", os.devnull, "--help"],
+                          timeout=60)
         if rc != 0:
             problems.append(f"{step.key}: the harness rejects the planned options (exit {rc}): "
                             f"{out.strip().splitlines()[0] if out.strip() else ''}")
@@ -907,6 +932,9 @@ def classify_run(step: Step, rc: int, text: str, killed: bool, limit: float) -> 
     elif rc in HARNESS_STATUS:
         step.status = HARNESS_STATUS[rc]
         step.detail = first_line(text, HARNESS_REASON.get(rc, "\x00")) if rc else ""
+        trapped = first_line(text, "collsim: IR op #")  # the bounds-checked build's report before its trap
+        if rc == 5 and trapped:
+            step.status, step.detail = "out of bounds", f"{trapped}; {step.detail}"
     elif rc < 0:
         step.status, step.detail = "crashed", f"killed by signal {-rc}"
     else:
@@ -1012,7 +1040,7 @@ class Runner:
         log_path = self.work / "logs" / f"{step.key}.log"
         step.log = f"logs/{log_path.name}"
         csv_path = self.work / "csv" / f"{step.key}.csv"
-        cmd = [str(step.program.binary(self.stage)), *step.args]
+        cmd = [str(step.program.binary(self.stage, step.bounds)), *step.args]
         if step.csv:
             cmd += ["--csv", str(csv_path)]
         if step.tool:
@@ -1069,7 +1097,8 @@ def checks_csv(programs: list[Program], steps: list[Step], refused: list[str]) -
     for s in steps:
         ok = "" if s.ok is None else ("true" if s.ok else "false")
         command = " ".join(([f"compute-sanitizer --tool {s.tool}"] if s.tool else []) +
-                           [f"{s.program.directory}/collsim_bench", *map(shlex.quote, s.args)])
+                           [f"{s.program.directory}/{s.program.binary(Path(), s.bounds).name}",
+                            *map(shlex.quote, s.args)])
         w.writerow([s.program.name, s.program.protocol, s.program.algorithm, s.program.kind,
                     s.program.verification, s.phase, s.label, s.status, ok, s.detail,
                     "" if s.exit_code is None else s.exit_code, "" if s.seconds is None else s.seconds,
@@ -1101,8 +1130,9 @@ def plan_text(steps: list[Step], settings: Settings, programs: list[Program], re
                          f"{' '.join(settings.sanitizers)} on {' '.join(SANITIZER_SHAPE.args()[2:])}")
         else:
             labels = sorted({s.label for s in ph})
+            note = " (bounds-checked build, every launch checked)" if any(s.bounds for s in ph) else ""
             lines.append(f"  {phase:9s} {len(ph):3d} run(s), est {sum(s.est_s for s in ph):6.1f} s: "
-                         f"{', '.join(labels)}")
+                         f"{', '.join(labels)}{note}")
             shapes = {(" ".join(s.args)) for s in ph if s.phase != 'controls'}
             for sh in sorted(shapes)[:3]:
                 lines.append(f"            {sh}")
