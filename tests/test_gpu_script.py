@@ -401,3 +401,43 @@ def test_gpu_half_exits_130_on_ctrl_c_with_one_line(tmp_path):
     statuses = {r["program"]: r["status"] for r in _rows(out / "checks.csv") if r["phase"] == "sweep"}
     assert statuses["stuck__one-shot"] == "interrupted" and statuses["good__one-shot"] == "interrupted"
     assert (out / "summary.md").read_text().count("Interrupted") == 1
+
+
+# ---------------------------------------------------------------------------
+# Comparing single-GPU rows with the simulator, term by term
+# ---------------------------------------------------------------------------
+def _load_sim_terms():
+    spec = importlib.util.spec_from_file_location("collsim_gpu_sim_terms", REPO / "benchmarks" / "gpu" / "sim_terms.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_sim_terms_splits_the_simulated_path_and_reads_the_measured_floor_and_slope(tmp_path):
+    sim_terms = _load_sim_terms()
+    header = list(MEASUREMENT_COLUMNS) + ["gpu_mode", "ctas"]
+    path = tmp_path / "results.csv"
+    sizes = [8, 64, 4096, 1 << 20, 4 << 20]
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, header, restval="")
+        w.writeheader()
+        for size in sizes:  # a floor of 3 us and 0.5 us per MiB; one wrong row and one multi-block row ignored
+            common = dict(protocol="ll", algorithm="one-shot", ranks=2, size_bytes=size, gpu_mode="single-gpu",
+                          launch="graph", dtype="float32", collective="allreduce", wrong="false")
+            w.writerow({**common, "ctas": 1, "time_us": 3.0 + 0.5 * size / (1 << 20)})
+            w.writerow({**common, "ctas": 2, "time_us": 99.0})
+        w.writerow({**common, "ctas": 1, "size_bytes": 16, "time_us": 0.1, "wrong": "true"})
+    groups = sim_terms.measured_groups(path)
+    assert list(groups) == [("ll", "one-shot", 2)] and [s for s, _ in groups["ll", "one-shot", 2]] == sizes
+    (row,) = sim_terms.compare(groups, "hgx-h200")
+    assert row["meas_us"] == pytest.approx(3.0, abs=1e-4) and row["meas_slope_us_per_MiB"] == pytest.approx(0.5, rel=1e-3)
+    explained = sim_terms._explain("ll", "one-shot", 2, 8, "hgx-h200")
+    assert row["sim_us"] == pytest.approx(explained["latency_us"])
+    # every simulated microsecond lands in exactly one term, and the launch term is kernel start + end
+    parts = sum(row[f"sim_{t}_us"] for t in sim_terms.TERMS)
+    assert parts == pytest.approx(row["sim_us"], rel=1e-6)
+    assert row["sim_onchip_us"] == pytest.approx(row["sim_us"] - row["sim_link_us"])
+    assert row["sim_launch_us"] == pytest.approx(explained["breakdown"]["launch"])
+    assert row["sim_link_us"] > 0 and row["hops"] >= 1  # two GPUs on NVLink: the path crosses a link
+    assert row["per_hop_us"] == pytest.approx((row["meas_us"] - row["sim_onchip_us"]) / row["hops"])
+    assert row["sim_slope_us_per_MiB"] > 0
