@@ -178,12 +178,14 @@ def test_bad_options_are_one_line_and_exit_2(tmp_path):
                          (["--phases", "sweep,warp"], "--phases"),
                          (["--sizes", "8:1Q"], "--sizes"),
                          (["--frobnicate"], "--frobnicate"),
-                         (["--dry-run", "--from", str(tmp_path / "nowhere")], "stage.json")):
+                         (["--dry-run", "--from", str(tmp_path / "nowhere")], "stage.json"),
+                         (["--dry-run", "--stage", str(REPO / "docs")], "refusing to replace")):
         proc = _run(args, env, timeout=120)
         assert proc.returncode == 2, (args, proc.stderr)
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("run_all: error:") and needle in lines[0], proc.stderr
         assert "Traceback" not in proc.stderr
+    assert (REPO / "docs" / "EMIT.md").exists()  # a folder that is not a stage is never replaced
 
 
 # ---------------------------------------------------------------------------

@@ -285,13 +285,15 @@ def default_settings(args: argparse.Namespace) -> Settings:
     large = RunShape(ranks=8, sizes=args.large_sizes, iters=5, warmup=1, check_iters=1,
                      timeout_ms=args.poll_timeout_ms)
     return Settings(budget_s=args.budget, phases=tuple(args.phases), sanitizers=tuple(args.sanitizers),
-                    sanitizer_jobs=args.sanitizer_jobs, step_limit_s=args.step_limit, sweep=sweep, sweep_ranks=tuple(args.ranks), large=large)
+                    sanitizer_jobs=args.sanitizer_jobs, step_limit_s=args.step_limit, sweep=sweep,
+                    sweep_ranks=tuple(args.ranks), large=large)
 
 
 def check_shapes() -> list[tuple[str, RunShape]]:
     """Code paths the fp32 sweep does not reach: other element types, odd rank counts, several channels.
-    Every launch is checked (--check-all); 60 KiB is not a whole number of lines of any layout."""
-    sizes = "8,1K,60K,1M"
+    Every launch is checked (--check-all). 61444 B ends inside a line of every layout (8 B of data per LL
+    line, 16 per plain line, 120 per LL128 line) and is a whole number of elements of every type."""
+    sizes = "8,1K,61444,1M"
     return [
         ("bf16 r3 x2ch", RunShape(3, sizes, 3, 1, 1, ctas=2, dtype="bf16", launch="eager", check_all=True)),
         ("int32 r3 x2ch", RunShape(3, sizes, 3, 1, 1, ctas=2, dtype="int32", launch="eager", check_all=True)),
@@ -315,10 +317,8 @@ def plan_steps(programs: list[Program], settings: Settings) -> list[Step]:
                 steps.append(Step("sweep", prog, f"r{r}", shape.args(), shape.estimate_s(), csv=True, shape=shape))
     if "controls" in settings.phases:
         for prog in controls:
-            shape = RunShape(0, "", 0, 0, 0)  # the control's own arguments below
             args = ["--mode", "single", "--timeout-ms", "5000", *prog.control_args]
-            est = _estimate_from_args(args)
-            steps.append(Step("controls", prog, "control", args, est, expect=prog.expect, shape=shape))
+            steps.append(Step("controls", prog, "control", args, _estimate_from_args(args), expect=prog.expect))
     if "sanitize" in settings.phases:
         for tool in settings.sanitizers:
             for prog in runnable:
@@ -607,6 +607,9 @@ def select(shipped: list[tuple[str, str]], only: Optional[list[str]]) -> list[tu
 
 def stage_programs(stage: Path, args: argparse.Namespace) -> dict:
     """Emit, verify and build into ``stage``; write and return stage.json's content."""
+    if stage.exists() and any(stage.iterdir()) and not (stage / "stage.json").exists() \
+            and not (stage / "logs" / "emit.log").exists():
+        raise ScriptError(f"--stage: {stage} is not empty and holds no stage (no stage.json): refusing to replace it")
     nvcc = find_tool("nvcc", "NVCC")
     if nvcc is None:
         raise ScriptError("nvcc not found (set NVCC or CUDA_HOME): building the benchmarks needs the CUDA toolkit")
