@@ -432,7 +432,8 @@ def test_sim_terms_splits_the_simulated_path_and_reads_the_measured_floor_and_sl
     groups = sim_terms.measured_groups(path)
     assert list(groups) == [("ll", "one-shot", 2)] and [s for s, _ in groups["ll", "one-shot", 2]] == sizes
     (row,) = sim_terms.compare(groups, "hgx-h200")
-    assert row["meas_us"] == pytest.approx(3.0, abs=1e-4) and row["meas_slope_us_per_MiB"] == pytest.approx(0.5, rel=1e-3)
+    assert row["meas_us"] == pytest.approx(3.0, abs=1e-4)
+    assert row["meas_slope_us_per_MiB"] == pytest.approx(0.5, rel=1e-3)
     explained = sim_terms._explain("ll", "one-shot", 2, 8, "hgx-h200")
     assert row["sim_us"] == pytest.approx(explained["latency_us"])
     # every simulated microsecond lands in exactly one term, and the launch term is kernel start + end

@@ -368,27 +368,24 @@ def fit_to_budget(programs: list[Program], settings: Settings, rebuild: bool, sp
         return steps
     target = 0.9 * (settings.budget_s - spent_s)
 
-    def trim_large_sizes() -> Optional[str]:
-        sizes = parse_sizes(settings.large.sizes)
-        if len(sizes) <= 2:
-            return None
-        settings.large.sizes = ",".join(str(s) for s in sizes[:-1])
-        return f"large messages up to {human_bytes(sizes[-2])}"
-
-    def drop(phase: str) -> Callable[[], Optional[str]]:
+    def trim_sizes(shape: RunShape, fewest: int, drop_n: int, what: str) -> Callable[[], Optional[str]]:
+        """Drop the ``drop_n`` largest sizes of ``shape`` while more than ``fewest`` remain."""
         def run() -> Optional[str]:
-            if phase not in settings.phases:
+            sizes = parse_sizes(shape.sizes)
+            if len(sizes) <= fewest:
                 return None
-            settings.phases = tuple(p for p in settings.phases if p != phase)
-            return f"phase '{phase}' dropped"
+            shape.sizes = ",".join(str(s) for s in sizes[:-drop_n])
+            return f"{what} up to {human_bytes(sizes[-drop_n - 1])}"
         return run
 
-    def drop_tool(tool: str) -> Callable[[], Optional[str]]:
+    def drop(field: str, name: str, what: str) -> Callable[[], Optional[str]]:
+        """Remove ``name`` from the tuple ``settings.<field>`` (a phase, a sanitizer)."""
         def run() -> Optional[str]:
-            if tool not in settings.sanitizers:
+            kept = getattr(settings, field)
+            if name not in kept:
                 return None
-            settings.sanitizers = tuple(t for t in settings.sanitizers if t != tool)
-            return f"sanitizer '{tool}' dropped"
+            setattr(settings, field, tuple(x for x in kept if x != name))
+            return f"{what} '{name}' dropped"
         return run
 
     def set_iters(shape: RunShape, n: int, what: str) -> Callable[[], Optional[str]]:
@@ -405,18 +402,13 @@ def fit_to_budget(programs: list[Program], settings: Settings, rebuild: bool, sp
         settings.sweep_ranks = (settings.sweep_ranks[0], settings.sweep_ranks[-1])
         return "sweep ranks " + " ".join(map(str, settings.sweep_ranks))
 
-    def trim_sweep_sizes() -> Optional[str]:
-        sizes = parse_sizes(settings.sweep.sizes)
-        if len(sizes) <= 8:
-            return None
-        settings.sweep.sizes = ",".join(str(s) for s in sizes[:-2])
-        return f"sweep up to {human_bytes(sizes[-3])}"
-
+    trim_large = trim_sizes(settings.large, 2, 1, "large messages")
     ladder: list[Callable[[], Optional[str]]] = [
-        set_iters(settings.large, 3, "large"), trim_large_sizes, trim_large_sizes, drop_tool("memcheck"),
-        set_iters(settings.sweep, 10, "sweep"), trim_large_sizes, drop("check"), drop("large"),
+        set_iters(settings.large, 3, "large"), trim_large, trim_large,
+        drop("sanitizers", "memcheck", "sanitizer"), set_iters(settings.sweep, 10, "sweep"), trim_large,
+        drop("phases", "check", "phase"), drop("phases", "large", "phase"),
         fewer_ranks, set_iters(settings.sweep, 5, "sweep"),
-        *[trim_sweep_sizes] * 6,
+        *[trim_sizes(settings.sweep, 8, 2, "sweep")] * 6,
     ]
     for trim in ladder:
         if estimate_total(steps, settings, rebuild) <= target:
@@ -941,7 +933,8 @@ def classify_run(step: Step, rc: int, text: str, killed: bool, limit: float) -> 
     elif rc < 0:
         step.status, step.detail = "crashed", f"killed by signal {-rc}"
     else:
-        step.status, step.detail = "failed", f"exit {rc}: " + (text.strip().splitlines()[-1][:300] if text.strip() else "")
+        last = text.strip().splitlines()[-1][:300] if text.strip() else ""
+        step.status, step.detail = "failed", f"exit {rc}: {last}"
     if step.phase == "controls":
         triggered = rc == step.expect and not killed
         step.ok = triggered
@@ -1150,7 +1143,8 @@ def plan_text(steps: list[Step], settings: Settings, programs: list[Program], re
               f"{sum(s.est_s for s in steps if not s.tool):.0f} s of runs + "
               f"{sum(s.est_s for s in steps if s.tool) / max(1, settings.sanitizer_jobs):.0f} s of sanitizers "
               f"({len(steps)} steps, about {launches} collective launches)",
-              f"budget: {'none' if settings.budget_s is None else f'{settings.budget_s:.0f} s (a hard deadline from the end of staging)'}"
+              "budget: " + ("none" if settings.budget_s is None
+                            else f"{settings.budget_s:.0f} s (a hard deadline from the end of staging)")
               + (f"; trimmed to fit: {'; '.join(settings.trims)}" if settings.trims else ""),
               "planning costs (pessimistic, used only to size the run): "
               + ", ".join(f"{f.name}={getattr(COSTS, f.name)}" for f in dataclasses.fields(COSTS)),
@@ -1237,7 +1231,8 @@ def timing_table(results: Path) -> list[str]:
     out = ["| " + " | ".join(head) + " |", "|---|" + "---|" * (len(head) - 1)]
     table: dict[str, dict[tuple[int, int], str]] = {}
     for r in rows:
-        table.setdefault(f"{r['protocol']}/{r['algorithm']}", {})[(int(r["ranks"]), int(r["size_bytes"]))] = r["time_us"]
+        name = f"{r['protocol']}/{r['algorithm']}"
+        table.setdefault(name, {})[(int(r["ranks"]), int(r["size_bytes"]))] = r["time_us"]
     for name in sorted(table):
         out.append("| " + " | ".join([name] + [table[name].get((n, s), "") for n in ranks for s in pick]) + " |")
     return out
