@@ -119,7 +119,7 @@ def _check_dry_run(out: Path, stage: Path, programs: set[str]) -> None:
 
     plan = (out / "plan.txt").read_text()
     total = float(plan.split("estimate: ", 1)[1].split(" s", 1)[0])
-    assert 0 < total <= 360  # the default budget, and the 8 minutes of the lent machine
+    assert 0 < total <= 360  # the default budget: well inside 8 minutes of one GPU
     assert "nothing was launched" in plan
     env = (out / "env.txt").read_text()
     assert "nvcc_at_staging=" in env and "dry-run" in env
@@ -227,7 +227,7 @@ def test_the_default_plan_fits_its_budget_and_trims_say_what_they_cut():
     steps = run_all.fit_to_budget(progs, tight, rebuild=False)
     assert tight.trims, "a budget below the plan's estimate must trim it"
     assert run_all.estimate_total(steps, tight, False) <= 150
-    # what the issue asks for is never trimmed away: every program's sweep, racecheck and synccheck
+    # never trimmed away: every program's sweep, racecheck and synccheck
     for tool in ("racecheck", "synccheck"):
         assert {s.program.name for s in steps if s.tool == tool} == {p.name for p in progs if p.kind == "program"}
     assert {s.program.name for s in steps if s.phase == "sweep"} == {p.name for p in progs if p.kind == "program"}
