@@ -386,7 +386,8 @@ def test_gpu_half_skips_what_the_budget_cannot_hold(tmp_path):
     assert "trimmed to fit" in (out / "plan.txt").read_text()
 
 
-def test_gpu_half_exits_130_on_ctrl_c_with_one_line(tmp_path):
+@pytest.mark.parametrize("sig, status, reason", [(signal.SIGINT, 130, "Ctrl-C"), (signal.SIGTERM, 143, "SIGTERM")])
+def test_gpu_half_stops_on_ctrl_c_or_sigterm_with_one_line(tmp_path, sig, status, reason):
     stage = _fake_stage(tmp_path, {"stuck__one-shot": "hang", "good__one-shot": "pass"}, {})
     out = tmp_path / "interrupted"
     proc = subprocess.Popen([str(SCRIPT), "--from", str(stage), "--out", str(out), "--budget", "none",
@@ -396,13 +397,28 @@ def test_gpu_half_exits_130_on_ctrl_c_with_one_line(tmp_path):
     while time.monotonic() < deadline and not (out / "checks.csv").exists():
         time.sleep(0.2)
     time.sleep(1.0)  # the hanging step is running now
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     stdout, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130
-    assert stderr.strip().splitlines()[-1].startswith("run_all: interrupted") and "Traceback" not in stderr
+    assert proc.returncode == status
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith(f"run_all: interrupted ({reason})") and "Traceback" not in stderr
     statuses = {r["program"]: r["status"] for r in _rows(out / "checks.csv") if r["phase"] == "sweep"}
     assert statuses["stuck__one-shot"] == "interrupted" and statuses["good__one-shot"] == "interrupted"
     assert (out / "summary.md").read_text().count("Interrupted") == 1
+    assert not _processes_mentioning(str(stage)), "a program outlived the interrupted run"
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    """Processes whose command line contains ``text`` (Linux /proc; empty elsewhere)."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline:
+            found.append(int(entry.name))
+    return found
 
 
 # ---------------------------------------------------------------------------

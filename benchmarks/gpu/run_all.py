@@ -88,8 +88,32 @@ class ScriptError(Exception):
     """A problem the user must fix (bad option, missing tool): one line, exit 2."""
 
 
-class Terminated(Exception):
-    """SIGTERM arrived: finish the record and exit 143."""
+class Interrupted(Exception):
+    """Ctrl-C or SIGTERM arrived: stop, finish the record, exit 130 or 143."""
+
+
+#: Set by the SIGINT/SIGTERM handler. The handler raises nothing: an exception landing inside
+#: subprocess.Popen would orphan the child it is starting. Every wait loop checks the flag instead.
+STOP = threading.Event()
+_STOP_SIGNAL: list[int] = []
+
+
+def _on_stop_signal(signum, frame):  # noqa: ARG001
+    if not STOP.is_set():
+        _STOP_SIGNAL.append(signum)
+        STOP.set()
+
+
+def check_stop() -> None:
+    if STOP.is_set():
+        raise Interrupted()
+
+
+def stop_reason() -> tuple[str, int]:
+    """("Ctrl-C", 130) or ("SIGTERM", 143)."""
+    if _STOP_SIGNAL and _STOP_SIGNAL[0] == signal.SIGTERM:
+        return "SIGTERM", 143
+    return "Ctrl-C", 130
 
 
 # ---------------------------------------------------------------------------
@@ -477,8 +501,11 @@ def run_logged(cmd: list[str], log_path: Path, timeout: float, cwd: Optional[Pat
     """Run ``cmd`` in its own process group with stdout+stderr into ``log_path``.
 
     Returns (exit status, seconds, killed). At ``timeout`` the group gets
-    SIGTERM, then SIGKILL 5 s later; a killed run reports status 124.
+    SIGTERM, then SIGKILL 5 s later; a killed run reports status 124. When
+    :data:`STOP` is set the group is killed the same way and
+    :class:`Interrupted` raised.
     """
+    check_stop()
     t0 = time.monotonic()
     with open(log_path, "ab") as out:
         out.write(("$ " + " ".join(shlex.quote(c) for c in cmd) + "\n").encode())
@@ -491,17 +518,27 @@ def run_logged(cmd: list[str], log_path: Path, timeout: float, cwd: Optional[Pat
             return 127, 0.0, False
         with _CHILDREN_LOCK:
             _CHILDREN.add(proc)
-        killed = False
+        killed = stopped = False
+        deadline = t0 + max(1.0, timeout)
         try:
-            proc.wait(timeout=max(1.0, timeout))
-        except subprocess.TimeoutExpired:
-            killed = True
-            _kill_group(proc)
+            while True:
+                try:
+                    proc.wait(timeout=0.1)
+                    break
+                except subprocess.TimeoutExpired:
+                    stopped = STOP.is_set()
+                    killed = time.monotonic() > deadline
+                    if stopped or killed:
+                        _kill_group(proc)
+                        break
         finally:
             with _CHILDREN_LOCK:
                 _CHILDREN.discard(proc)
         rc = 124 if killed else proc.returncode
         elapsed = time.monotonic() - t0
+        if stopped:
+            out.write(f"\nrun_all: stopped after {elapsed:.0f} s ({stop_reason()[0]})\n".encode())
+            raise Interrupted()
         if killed:
             out.write(f"\nrun_all: killed after {elapsed:.0f} s (step time limit {timeout:.0f} s)\n".encode())
     return rc, elapsed, killed
@@ -909,6 +946,7 @@ def validate_args(stage: Path, steps: list[Step]) -> list[str]:
     problems = []
     seen = set()
     for step in steps:
+        check_stop()
         key = (step.program.name, step.bounds, tuple(step.args))
         if key in seen:
             continue
@@ -992,6 +1030,7 @@ class Runner:
 
     def run(self, on_phase_end: Callable[[], None]) -> None:
         for phase in PHASES:
+            check_stop()
             steps = [s for s in self.steps if s.phase == phase]
             if not steps:
                 continue
@@ -1000,6 +1039,7 @@ class Runner:
                 self.run_sanitizers(steps)
             else:
                 for step in steps:
+                    check_stop()
                     self.run_step(step)
             on_phase_end()
 
@@ -1042,7 +1082,11 @@ class Runner:
         if step.tool:
             cmd = [self.sanitizer, "--tool", step.tool, "--error-exitcode", "9", "--print-limit", "20", *cmd]
         step.status = "running"
-        rc, secs, killed = run_logged(cmd, log_path, limit, cwd=self.work)
+        try:
+            rc, secs, killed = run_logged(cmd, log_path, limit, cwd=self.work)
+        except Interrupted:
+            step.status, step.ok, step.detail = "interrupted", None, f"stopped by {stop_reason()[0]}"
+            raise
         text = log_path.read_text(errors="replace")
         step.exit_code, step.seconds = rc, round(secs, 2)
         (classify_sanitizer if step.tool else classify_run)(step, rc, text, killed, limit)
@@ -1430,10 +1474,8 @@ def main(argv: list[str]) -> int:
 
     try:
         runner.run(phase_end)
-    except KeyboardInterrupt:
-        interrupted, code = "Ctrl-C", 130
-    except Terminated:
-        interrupted, code = "SIGTERM", 143
+    except Interrupted:
+        interrupted, code = stop_reason()
     finally:
         kill_children()
         for s in steps:
@@ -1456,22 +1498,16 @@ def main(argv: list[str]) -> int:
     return 1 if any(s.ok is False for s in steps) or any(not p.built for p in programs) else code
 
 
-def _on_sigterm(signum, frame):  # noqa: ARG001
-    raise Terminated()
-
-
 if __name__ == "__main__":
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGINT, _on_stop_signal)
+    signal.signal(signal.SIGTERM, _on_stop_signal)
     try:
         sys.exit(main(sys.argv[1:]))
     except ScriptError as err:
         print(f"run_all: error: {err}", file=sys.stderr)
         sys.exit(2)
-    except KeyboardInterrupt:
+    except Interrupted:
         kill_children()
-        print("run_all: interrupted", file=sys.stderr)
-        sys.exit(130)
-    except Terminated:
-        kill_children()
-        print("run_all: terminated", file=sys.stderr)
-        sys.exit(143)
+        reason, status = stop_reason()
+        print(f"run_all: interrupted ({reason})", file=sys.stderr)
+        sys.exit(status)
