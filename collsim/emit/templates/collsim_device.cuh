@@ -153,6 +153,8 @@ __device__ __forceinline__ bool collsim_poll_timeout(long long timeout_ns, Colls
 }
 
 #ifdef COLLSIM_CHECK_BOUNDS
+#include <cstdio>  // the device printf of the report below
+
 #define COLLSIM_CHECK_REF(op, owner, nranks, slot, depth, region, regions, line0, lines, buflines)            \
   do {                                                                                                 \
     if ((owner) < 0 || (owner) >= (nranks) || (slot) < 0 || (slot) >= (depth) || (region) < 0 ||       \
