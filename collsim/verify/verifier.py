@@ -27,6 +27,7 @@ from typing import Any, Iterable
 import z3
 
 from collsim.errors import InputError
+from collsim.executors import check_executor_options, map_tasks
 from collsim.ir.assumptions import get_assumption
 from collsim.ir.protocol import Protocol
 from collsim.ir.registry import list_mutants, list_protocols, load_protocol
@@ -727,8 +728,6 @@ def verify_all(*, algorithm: str | None = None, model: str = "ptx", ranks: int |
     InputError
         An unknown memory model, executor option or name in ``only``.
     """
-    from collsim.executors import check_executor_options, map_tasks
-
     if model not in ("ptx", "sc"):
         raise InputError(f"unknown memory model {model!r}", field="--model", choices=["ptx", "sc"])
     if isinstance(executor, str):
