@@ -62,7 +62,6 @@ from collsim.analytic.constants import base_constants
 from collsim.analytic.model import plan
 from collsim.ir.registry import load_protocol
 from collsim.models import SimRequest
-from collsim.topology import load_topology
 
 __all__ = [
     "GPU_PRESETS",
@@ -239,6 +238,8 @@ def family_of(row: Any) -> tuple[str, str]:
 
 @lru_cache(maxsize=64)
 def _topology(name: str) -> Any:
+    from collsim.topology import load_topology  # lazy: start-up (networkx; `collsim compare` needs no topology)
+
     return load_topology(name)
 
 
