@@ -349,6 +349,7 @@ def records_frame(records: Sequence[Mapping[str, Any]], columns: Sequence[str] =
 # ---------------------------------------------------------------------------
 # reading results files back
 
+#: The columns read back as whole numbers, as floats; the rest are text.
 INT_COLUMNS: tuple[str, ...] = ("ranks", "size_bytes", "count", "events")
 FLOAT_COLUMNS: tuple[str, ...] = (
     "latency_us", "algbw_gbps", "busbw_gbps", "launch_us", "sync_us", "data_us", "reduce_us",

@@ -8,8 +8,8 @@ everything that can change it:
   operator, costs, sweep point) and model name;
 * the topology's content (:attr:`collsim.runner.rows.TopologyRef.key`);
 * the protocol: its identity (:attr:`collsim.ir.protocol.Protocol.key`:
-  class, name and parameters), the program it generates for the row's algorithm, and the source files of
-  its class and base classes;
+  class, name and parameters), the program it generates for the row's
+  algorithm, and the source files of its class and base classes;
 * collsim's own code and data: every file of the installed package, plus
   the versions of Python, SimPy and networkx.
 

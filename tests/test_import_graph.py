@@ -26,6 +26,9 @@ never the reverse by statement.
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -248,6 +251,19 @@ def test_workers_do_not_import_the_report_stack(graph):
     for module in ("collsim.runner", "collsim.runner.rows"):
         reached = nx.descendants(graph, module) & heavy
         assert not reached, f"{module} imports {sorted(reached)}"
+
+
+@pytest.mark.parametrize("module,kept_out", [
+    # the imports marked lazy for start-up keep these out of `collsim --help` ...
+    ("collsim.cli", ("pandas", "numpy", "networkx", "z3", "simpy", "pydantic", "plotly", "yaml")),
+    # ... and a worker unpickling a row loads the results schema's columns without pandas
+    ("collsim.runner.rows", ("pandas", "plotly", "z3")),
+])
+def test_lazy_imports_keep_heavy_libraries_out(module, kept_out):
+    code = f"import sys, {module}; print(' '.join(m for m in {kept_out!r} if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.stdout.split() == [], f"importing {module} loads {done.stdout.strip()}"
 
 
 def test_old_results_names_still_import():

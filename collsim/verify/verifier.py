@@ -562,7 +562,9 @@ def verdict_for(protocol: str | Protocol, algorithm: str | None = None, model: s
 
     With ``solve=False`` it never runs the solver and returns ``None`` when
     no verdict is cached (so a consumer such as the CUDA emitter can refuse
-    an unverified protocol cheaply). Keyword arguments are :func:`verify`'s.
+    an unverified protocol cheaply); it looks up the key :func:`verify`
+    stores, and checks its arguments as :func:`verify` does. Keyword
+    arguments are :func:`verify`'s.
     """
     if not solve:
         plan = _plan(protocol, algorithm, model=model,
