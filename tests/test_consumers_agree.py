@@ -9,6 +9,7 @@ from the IR (drops a fence, adds a poll) fails here.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 
@@ -17,6 +18,7 @@ import pytest
 from collsim.algorithms import generate
 from collsim.ir.program import walk
 from collsim.ir.registry import list_protocols, load_protocol
+from collsim.ir.types import Scope, Sem
 from collsim.ir.visit import OpVisitor
 from collsim.sim.lower import KIND_NAMES
 from collsim.sim.lower import Lowered as SimLowered
@@ -100,3 +102,38 @@ def test_emitter_prints_one_marked_block_per_ir_operation(name, algorithm):
     assert len(marked) == len(ops)
     assert sorted(marked) == list(range(1, len(ops) + 1))
     assert set(marked.values()) == {1}
+
+
+class _GpuScopedVolatileLL(load_protocol("ll").__class__):
+    """LL with its volatile stores and polls declared at GPU scope (the ISA makes a volatile access system-scoped
+    whatever scope it names)."""
+
+    name = "ll-volatile-gpu"
+
+    def exchange(self, b, ex):
+        emit = b.emit
+
+        def rescoped(op):
+            return emit(dataclasses.replace(op, scope=Scope.GPU) if getattr(op, "sem", None) is Sem.VOLATILE else op)
+
+        b.emit = rescoped
+        try:
+            super().exchange(b, ex)
+        finally:
+            del b.emit
+
+
+def test_every_consumer_sees_a_volatile_access_at_system_scope():
+    from collsim.emit.cuda import ptx_atomic_qualifiers
+    from collsim.emit.plan import plan_for
+    from collsim.emit.ptxcheck import expected_instructions
+
+    protocol = _GpuScopedVolatileLL()
+    program = generate(protocol, "ring")
+    volatile = [op for op in walk(program.ops) if getattr(op, "sem", None) is Sem.VOLATILE]
+    assert volatile and {op.scope for op in volatile} == {Scope.GPU}
+    low = lower_instance(protocol, "ring", Bounds(ranks=2, iterations=1))
+    assert {e.scope for e in low.events if e.sem == "relaxed"} == {"sys"}  # every access of the volatile ops
+    demands = expected_instructions(plan_for(protocol, "ring"), "fp32")
+    assert {d.scope for d in demands.values() if d.opcodes in (("st",), ("ld",))} == {"sys"}
+    assert ptx_atomic_qualifiers(Sem.VOLATILE, Scope.GPU, True, "op") == ("atom", ".relaxed.sys")

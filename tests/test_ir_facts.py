@@ -62,6 +62,28 @@ def test_the_protocol_key_names_class_and_parameters_and_is_the_same_in_every_pr
     assert len(keys) == 1, keys
 
 
+def test_caches_know_a_protocol_by_its_key(tmp_path):
+    """The emitter's plans and the row cache's digests follow Protocol.key: equal keys share, other parameters
+    do not, and a protocol file changed and loaded again in the same process is not taken for the old one."""
+    from collsim import rowcache
+    from collsim.emit import plan as emit_plan
+
+    ll, again, deeper = load_protocol("ll"), load_protocol("ll"), load_protocol("ll", depth=3)
+    assert emit_plan.plan_for(ll, "one-shot") is emit_plan.plan_for(again, "one-shot")
+    assert emit_plan.plan_for(deeper, "one-shot") is not emit_plan.plan_for(ll, "one-shot")
+    assert rowcache._program_text(ll, "one-shot") == rowcache._program_text(again, "one-shot")
+    path = tmp_path / "mine.py"
+    source = (ROOT / "examples" / "protocols" / "ll16.py").read_text()
+    path.write_text(source)
+    first = load_protocol(str(path))
+    plan = emit_plan.plan_for(first, first.algorithms[0])
+    path.write_text(source + "\n# changed\n")
+    second = load_protocol(str(path))
+    assert second.key == first.key and type(second) is not type(first)
+    assert emit_plan.plan_for(second, first.algorithms[0]) is not plan
+    assert emit_plan._PLANS.maxsize >= sum(len(load_protocol(n).algorithms) for n in list_protocols() + list_mutants())
+
+
 def test_predicates_are_evaluated_once_for_every_kind_of_word():
     epoch, count, sentinel = Equals(5).bind({}), AtLeast(3).bind({}), NotEqual(0xFFFAFFFA)
     assert (epoch.holds(5), epoch.holds(4), count.holds(3), count.holds(2)) == (True, False, True, False)

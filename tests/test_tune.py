@@ -106,7 +106,7 @@ def scenario_text(**over: str) -> str:
 @pytest.fixture(scope="module")
 def analytic_run(tmp_path_factory):
     """An 8-GPU-shaped sweep (every protocol and algorithm, 8 B..64 MiB) with the analytic model."""
-    from collsim.report.data import load_results
+    from collsim.resultsfile import load_results
     from collsim import run_scenario
 
     d = tmp_path_factory.mktemp("analytic")
@@ -266,7 +266,7 @@ def test_winner_map_shows_ties_as_ties():
                      "launch": "graph", "size_bytes": 8, "count": 2, "dtype": "float32", "op": "sum", "latency_us": lat,
                      "algbw_gbps": 0.0, "busbw_gbps": 0.0, "launch_us": 0.0, "sync_us": lat, "data_us": 0.0,
                      "reduce_us": 0.0, "model": "des", "events": 1})
-    from collsim.report.data import check_frame
+    from collsim.resultsfile import check_frame
 
     frame = check_frame(pd.DataFrame(rows))
     hm = go.Figure(F.winner_map(F.ReportData(frame, {}))).data[0]

@@ -33,6 +33,7 @@ from collsim.calibrate.formats.nccl_json import parse_json
 from collsim.calibrate.formats.nccl_text import parse_text
 from collsim.calibrate.formats.tables import csv_kind, parse_collsim_csv, parse_published_csv
 from collsim.calibrate.measurements import (
+    COLLECTIVES,
     COLUMN_DOCS,
     MEASUREMENT_COLUMNS,
     canonical_collective,
@@ -191,8 +192,6 @@ def ingest_files(
     returned: a partial set is never passed on as complete.
     """
     if collective is not None and not canonical_collective(collective):
-        from collsim.calibrate.measurements import COLLECTIVES
-
         raise InputError(f"unknown collective {collective!r}", field="--collective", choices=COLLECTIVES)
     logs: list[ParsedLog] = []
     messages: list[str] = []

@@ -58,6 +58,11 @@ from typing import Any
 
 import pandas as pd
 
+from collsim.analytic.constants import base_constants
+from collsim.analytic.model import plan
+from collsim.ir.registry import load_protocol
+from collsim.models import SimRequest
+
 __all__ = [
     "GPU_PRESETS",
     "SUBSTITUTIONS",
@@ -233,15 +238,13 @@ def family_of(row: Any) -> tuple[str, str]:
 
 @lru_cache(maxsize=64)
 def _topology(name: str) -> Any:
-    from collsim.topology import load_topology
+    from collsim.topology import load_topology  # lazy: start-up (networkx; `collsim compare` needs no topology)
 
     return load_topology(name)
 
 
 @lru_cache(maxsize=8)
 def _protocol(name: str) -> Any:
-    from collsim.ir.registry import load_protocol
-
     return load_protocol(name)
 
 
@@ -253,10 +256,6 @@ def nccl_default_choice(topology: str, ranks: int, size_bytes: int, algorithms: 
     every candidate; the choice is the smallest. ``algorithms`` restricts the
     candidates (``("ring",)`` for ``NCCL_ALGO=Ring``). See the module docstring.
     """
-    from collsim.analytic.constants import base_constants
-    from collsim.analytic.model import plan
-    from collsim.models import SimRequest
-
     topo = _topology(topology)
     consts = base_constants()
     n = int(ranks)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from collsim.calibrate.accuracy import error_summary
+from collsim.calibrate.evaluate import Evaluator, configs_of
+from collsim.calibrate.fit import calibrate
+from collsim.calibrate.ingest import IngestWarning, read_measurements
+from collsim.calibrate.mapping import map_measurements
+from collsim.calibrate.measurements import usable
 from collsim.errors import InputError, UnsupportedError
+from collsim.version import __version__
 
 __all__ = [
     "DEFAULT_MEASURED",
@@ -51,9 +59,7 @@ GOAL_CALIBRATED_PCT = 15.0
 
 def default_measured_path() -> Path:
     """``../shared/data/measured/allreduce_measured.csv`` next to the repository, or an InputError."""
-    import collsim
-
-    root = Path(collsim.__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]  # the repository: collsim/calibrate/validate.py
     path = (root / DEFAULT_MEASURED).resolve()
     if not path.is_file():
         raise InputError(f"no --measured given and the default measurement table {DEFAULT_MEASURED} (relative to "
@@ -158,15 +164,6 @@ def validate(
     progress: Callable[[str], None] | None = None,
 ) -> Validation:
     """Run the validation (see the module docstring) and return its results."""
-    import warnings
-
-    from collsim.calibrate.accuracy import error_summary
-    from collsim.calibrate.evaluate import Evaluator, configs_of
-    from collsim.calibrate.fit import calibrate
-    from collsim.calibrate.ingest import IngestWarning, read_measurements
-    from collsim.calibrate.mapping import map_measurements
-    from collsim.calibrate.measurements import usable
-
     path = Path(measured) if measured is not None else default_measured_path()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IngestWarning)
@@ -248,8 +245,6 @@ def _cell(text: str) -> str:
 
 def to_markdown(v: Validation, *, heading: str = "###") -> str:
     """The validation as a Markdown section (what ``collsim validate --markdown`` prints)."""
-    from collsim import __version__
-
     lines = [
         f"{heading} Model `{v.model}`",
         "",

@@ -52,8 +52,8 @@ def ingest(
     rows of a run that ended early are kept but flagged ``truncated``. Each
     such problem is printed as a warning naming the file and line.
     """
-    from collsim.calibrate.ingest import ingest_files
-    from collsim.calibrate.measurements import write_measurements
+    from collsim.calibrate.ingest import ingest_files  # lazy: start-up
+    from collsim.calibrate.measurements import write_measurements  # lazy: start-up
 
     table, logs_read, messages = ingest_files(logs, topology=topology, collective=collective)
     for message in messages:
@@ -101,8 +101,8 @@ def _read_measured(paths: list[Path], topology: str | None = None):
 
     import pandas as pd
 
-    from collsim.calibrate.ingest import IngestWarning, read_measurements
-    from collsim.calibrate.measurements import normalize, usable
+    from collsim.calibrate.ingest import IngestWarning, read_measurements  # lazy: start-up
+    from collsim.calibrate.measurements import normalize, usable  # lazy: start-up
 
     frames = []
     for path in paths:
@@ -151,14 +151,14 @@ def compare_cmd(
     launch mode and topology/GPU where the measurement states them. Error is
     100 x (simulated - measured) / measured (signed) and its absolute value.
     """
-    from collsim.calibrate.compare import compare, load_simulated
+    from collsim.calibrate.compare import compare, load_simulated  # lazy: start-up
 
     sim, meta = load_simulated(simulated)
     table = _read_measured(measured, topology)
     names = ", ".join(str(p) for p in measured)
     result = compare(sim, table, simulated_source=str(simulated), measured_source=names, topology=topology)
     if html is not None:
-        from collsim.report import write_report
+        from collsim.report import write_report  # lazy: start-up
 
         out = write_report(sim, meta, html, measured=result.measured)
         typer.echo(f"collsim: wrote {out}", err=True)
@@ -235,12 +235,12 @@ def calibrate_cmd(
     the error before and after on the training folds and the held-out fold.
     Parameters the data cannot identify are refused with the reason.
     """
-    from collsim.calibrate.evaluate import Evaluator, configs_of
-    from collsim.calibrate.fit import calibrate
-    from collsim.calibrate.mapping import map_measurements
-    from collsim.calibrate.profile import profile_document, write_profile
-    from collsim.calibrate.validate import DEFAULT_PARAMS
-    from collsim.models import get_model
+    from collsim.calibrate.evaluate import Evaluator, configs_of  # lazy: start-up
+    from collsim.calibrate.fit import calibrate  # lazy: start-up
+    from collsim.calibrate.mapping import map_measurements  # lazy: start-up
+    from collsim.calibrate.profile import profile_document, write_profile  # lazy: start-up
+    from collsim.calibrate.validate import DEFAULT_PARAMS  # lazy: start-up
+    from collsim.models import get_model  # lazy: start-up
 
     model_name, _ = get_model(model)
     names = _split_params(params) or list(DEFAULT_PARAMS.get(model_name, ()))
@@ -248,7 +248,7 @@ def calibrate_cmd(
         raise InputError("name the parameters to fit", field="--params")
     if folds < 0:
         raise InputError(f"--folds must be 0 or more, got {folds}", field="--folds")
-    from collsim.topology import load_topology
+    from collsim.topology import load_topology  # lazy: start-up
 
     load_topology(topology)  # an unknown preset is reported before anything is read
     if output.is_dir():
@@ -348,7 +348,7 @@ def validate_cmd(
 
     Also lists the measured families the model cannot represent, with the reason.
     """
-    from collsim.calibrate.validate import GOAL_CALIBRATED_PCT, GOAL_DEFAULT_PCT, to_markdown, validate
+    from collsim.calibrate.validate import GOAL_CALIBRATED_PCT, GOAL_DEFAULT_PCT, to_markdown, validate  # lazy: start-up
 
     if folds < 2:
         raise InputError(f"--folds must be at least 2, got {folds}", field="--folds")

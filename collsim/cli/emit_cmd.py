@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 
 from collsim.cli.app import app
-from collsim.errors import InputError, VerificationRefused
+from collsim.errors import CollsimError, InputError, VerificationRefused
 
 __all__ = ["emit_cmd"]
 
@@ -38,7 +38,7 @@ def emit_cmd(
     Refused (exit 1) unless the verifier's verdict for the protocol and
     algorithm is "holds"; --unverified emits anyway, marked in every file.
     """
-    from collsim.emit import emit, emit_all
+    from collsim.emit import emit, emit_all  # lazy: start-up
 
     if all_ and protocol:
         raise InputError("give a protocol or --all, not both", field="PROTOCOL")
@@ -69,13 +69,11 @@ def emit_cmd(
 
 
 def _check(protocol: str, algorithm: str, directory: Path, arch: str) -> None:
-    from collsim.emit.toolchain import check_directory
+    from collsim.emit.toolchain import check_directory  # lazy: start-up
 
     report = check_directory(directory, protocol, algorithm, arch=arch)
     for finding in report.findings:
         typer.echo(f"collsim: ptx check: {finding}", err=True)
     if not report.ok:
-        from collsim.errors import CollsimError
-
         raise CollsimError(f"PTX translation check failed for {protocol}/{algorithm}: {len(report.errors)} error(s)")
     typer.echo(f"collsim: ptx check {protocol}/{algorithm}: {report.summary().splitlines()[0]}", err=True)

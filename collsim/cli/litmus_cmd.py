@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from collsim.cli.app import app
+from collsim.errors import InputError
 
 __all__ = ["litmus"]
 
@@ -39,9 +40,8 @@ def litmus(
                                  help="Show an execution for each disagreement that has one."),
 ) -> None:
     """Decide every test of FILE under MODEL; exit 0 if all agree with 'expected', else 1."""
-    from collsim.errors import InputError
-    from collsim.verify.litmus import evaluate, load_jsonl, summary
-    from collsim.verify.models import MEMORY_MODELS
+    from collsim.verify.litmus import evaluate, load_jsonl, summary  # lazy: start-up
+    from collsim.verify.models import MEMORY_MODELS  # lazy: start-up
 
     if model not in MEMORY_MODELS:
         raise InputError(f"unknown memory model '{model}'", field="--model", choices=sorted(MEMORY_MODELS))

@@ -11,6 +11,7 @@ from typing import Any, List, Optional
 import typer
 
 from collsim.cli.app import app
+from collsim.errors import InputError
 
 __all__ = ["report", "open_report", "default_report_path"]
 
@@ -35,8 +36,6 @@ def open_report(path: str | Path) -> bool:
 
 
 def _load_verification(path: Path) -> Any:
-    from collsim.errors import InputError
-
     if not path.exists():
         raise InputError("no such file", file=str(path), field="--verification")
     try:
@@ -50,7 +49,7 @@ def _load_measured(paths: List[Path]) -> Any:
 
     import pandas as pd
 
-    from collsim.calibrate import read_measurements
+    from collsim.calibrate import read_measurements  # lazy: start-up
 
     frames = []
     for p in paths:
@@ -90,8 +89,8 @@ def report(
     rank count, the fastest protocol per size, where the time goes, bus
     bandwidth against the link limit and the full sortable table.
     """
-    from collsim.report import load_results, timelines_for, write_report
-    from collsim.tune import check_tolerance
+    from collsim.report import load_results, timelines_for, write_report  # lazy: start-up
+    from collsim.tune import check_tolerance  # lazy: start-up
 
     tolerance_pct = check_tolerance(tolerance)
     frame, meta = load_results(results)

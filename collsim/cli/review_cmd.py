@@ -8,6 +8,7 @@ from typing import Any, Optional
 import typer
 
 from collsim.cli.app import app
+from collsim.errors import InputError
 
 __all__ = ["review_command"]
 
@@ -78,8 +79,7 @@ def review_command(
     (the review is still written), 2 for bad input (a protocol file that does not load or is not
     well-formed: one line naming the file and line).
     """
-    from collsim.errors import InputError
-    from collsim.review import run_review, write_review
+    from collsim.review import run_review, write_review  # lazy: start-up
 
     if out.exists() and not out.is_dir():
         raise InputError("is not a directory", file=str(out), field="--out")
@@ -105,7 +105,7 @@ def review_command(
                             use_cache=cache, compile=compile_, verify_ranks=verify_ranks,
                             verify_iterations=verify_iterations, progress=display, argv=argv)
     page, doc = write_review(result, out)
-    from collsim.review.page import verdict_lines
+    from collsim.review.page import verdict_lines  # lazy: start-up
 
     headline, _ = verdict_lines(result)
     typer.echo(f"{headline}; depends on: {', '.join(result.depends_on) or 'nothing'}")

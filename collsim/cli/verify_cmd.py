@@ -8,6 +8,8 @@ import typer
 
 from collsim.cli.app import app
 from collsim.cli.options import executor_option, scheduler_option, workers_option
+from collsim.errors import InputError
+from collsim.executors import check_executor_options
 
 __all__ = ["verify_command"]
 
@@ -56,9 +58,7 @@ def verify_command(
     With --all, --executor spreads the checks like 'collsim run' does; a
     check that raises twice is listed as an error and the exit status is 1.
     """
-    from collsim.errors import InputError
-    from collsim.executors import check_executor_options
-    from collsim.verify.verifier import verify, verify_all
+    from collsim.verify.verifier import verify, verify_all  # lazy: start-up
 
     if timeout <= 0:
         raise InputError("the timeout must be positive", field="--timeout")
@@ -103,7 +103,7 @@ def _print_summary(summary) -> None:
     from rich import box
     from rich.table import Table
 
-    from collsim.verify.properties import PROPERTIES, PROPERTY_TITLES
+    from collsim.verify.properties import PROPERTIES, PROPERTY_TITLES  # lazy: start-up
 
     console = _console()
     errors = {kind: [f for f in summary.failed if f.kind == kind] for kind in ("protocol", "mutant")}

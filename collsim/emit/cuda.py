@@ -52,36 +52,35 @@ MARKER = "collsim-ir op="
 # Semantics -> PTX qualifiers
 # ---------------------------------------------------------------------------
 
-def ptx_store_qualifiers(sem: Sem, scope: Scope, where: str) -> str:
-    """``st`` qualifiers before ``.global`` for an IR store."""
+def _memory_qualifiers(sem: Sem, scope: Scope, where: str, access: str, mnemonic: str, ordering: Sem) -> str:
+    """``ld``/``st`` qualifiers before ``.global``: PTX takes weak, volatile, relaxed and one ordering (acquire
+    for a load, release for a store), scoped when relaxed or ordered."""
     if sem is Sem.WEAK:
         return ""
     if sem is Sem.VOLATILE:
         return ".volatile"
-    if sem in (Sem.RELAXED, Sem.RELEASE):
+    if sem in (Sem.RELAXED, ordering):
         return f".{sem.value}.{scope.value}"
-    raise EmitError(f"{where}: a store cannot have {sem.value} semantics (PTX st takes weak, volatile, relaxed "
-                    "or release)")
+    raise EmitError(f"{where}: a {access} cannot have {sem.value} semantics (PTX {mnemonic} takes weak, volatile, "
+                    f"relaxed or {ordering.value})")
+
+
+def ptx_store_qualifiers(sem: Sem, scope: Scope, where: str) -> str:
+    """``st`` qualifiers before ``.global`` for an IR store."""
+    return _memory_qualifiers(sem, scope, where, "store", "st", Sem.RELEASE)
 
 
 def ptx_load_qualifiers(sem: Sem, scope: Scope, where: str) -> str:
     """``ld`` qualifiers before ``.global`` for an IR load or poll."""
-    if sem is Sem.WEAK:
-        return ""
-    if sem is Sem.VOLATILE:
-        return ".volatile"
-    if sem in (Sem.RELAXED, Sem.ACQUIRE):
-        return f".{sem.value}.{scope.value}"
-    raise EmitError(f"{where}: a load cannot have {sem.value} semantics (PTX ld takes weak, volatile, relaxed "
-                    "or acquire)")
+    return _memory_qualifiers(sem, scope, where, "load", "ld", Sem.ACQUIRE)
 
 
 def ptx_atomic_qualifiers(sem: Sem, scope: Scope, returns: bool, where: str) -> tuple[str, str]:
     """(mnemonic, qualifiers) for an IR atomic: ``red`` when nothing is returned and the semantics allow it."""
     if sem is Sem.WEAK:
         raise EmitError(f"{where}: an atomic cannot be weak")
-    model = Sem.RELAXED if sem is Sem.VOLATILE else sem  # PTX has no volatile atomics; volatile = relaxed.sys
-    scope_q = Scope.SYS if sem is Sem.VOLATILE else scope
+    model = Sem(sem.model_sem)  # PTX has no volatile atomics: print what the memory model sees, relaxed.sys
+    scope_q = sem.model_scope(scope)
     if not returns and model in (Sem.RELAXED, Sem.RELEASE):
         return "red", f".{model.value}.{scope_q.value}"
     return "atom", f".{model.value}.{scope_q.value}"

@@ -55,8 +55,7 @@ def verification_status(protocol: str, algorithm: str, *, solve: bool = False) -
     cached. Without a cached verdict the protocol counts as "not verified",
     and so it does when the verifier fails.
     """
-    # the verifier (and z3) load only when a verdict is looked up: `import collsim.emit` stays light
-    from collsim.verify.verifier import verdict_for
+    from collsim.verify.verifier import verdict_for  # lazy: start-up (z3 loads with it; `import collsim.emit` stays light)
 
     try:
         result = verdict_for(protocol, algorithm, model=MODEL, solve=solve)

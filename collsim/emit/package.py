@@ -24,7 +24,9 @@ from collsim.emit.gate import VerificationStatus
 from collsim.emit.layouts import EmitError
 from collsim.emit.plan import ProgramPlan, iter_nodes, plan_for
 from collsim.errors import InputError
+from collsim.ir.assumptions import get_assumption
 from collsim.ir.expr import Expr
+from collsim.ir.layout import WordRole
 from collsim.ir.ops import Loop
 from collsim.ir.protocol import Protocol
 
@@ -105,8 +107,6 @@ def _check_host_expr(expr: Expr, what: str) -> str:
 def _init_line(buf, sentinel: int | None) -> list[int]:
     """One line of ``buf`` as initialised, in 32-bit words: the sentinel in every data word when the buffer
     starts as the sentinel (zero in flag words, as the verifier models it), else zero."""
-    from collsim.ir.layout import WordRole
-
     words: list[int] = []
     for word in buf.layout.words:
         fill = 0
@@ -128,8 +128,6 @@ def _kernel_file(program: EmittedProgram) -> str:
     if proto.citation:
         out.append(f"// Source: {proto.citation}\n")
     for name in proto.assumptions:
-        from collsim.ir.assumptions import get_assumption
-
         a = get_assumption(name)
         out.append(f"// Assumption {a.name}: {a.statement} ({a.source})\n")
     if proto.data_domain is not None:

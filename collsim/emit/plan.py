@@ -29,6 +29,7 @@ from collsim.ir.program import Program
 from collsim.ir.protocol import Protocol
 from collsim.ir.types import Issuer
 from collsim.ir.visit import OpVisitor
+from collsim.lru import LRUCache
 
 __all__ = ["EmitNode", "ProgramPlan", "plan_program", "plan_for", "register_sync_points", "iter_nodes"]
 
@@ -107,16 +108,17 @@ def _split_kernels(nodes: tuple[EmitNode, ...]) -> list[tuple[EmitNode, ...]]:
     return kernels
 
 
+#: Plans by protocol identity (:attr:`Protocol.key`) and algorithm: emitting, checking the PTX and choosing an
+#: architecture each ask for the same plan. Keyed by the class too: a protocol file loaded twice in one process
+#: may define a changed class under the same name. Room for every shipped protocol and mutant under every
+#: algorithm it has.
+_PLANS: "LRUCache[ProgramPlan]" = LRUCache(maxsize=64)
+
+
 def plan_for(protocol: Protocol, algorithm: str) -> ProgramPlan:
     """Generate and plan ``protocol`` under ``algorithm`` (memoized per :attr:`Protocol.key` and algorithm)."""
-    key = (protocol.key, algorithm)
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = _PLANS[key] = plan_program(generate(protocol, algorithm))
-    return plan
-
-
-_PLANS: dict[tuple, ProgramPlan] = {}
+    return _PLANS.get((type(protocol), protocol.key, algorithm),
+                      lambda: plan_program(generate(protocol, algorithm)))
 
 
 def plan_program(program: Program) -> ProgramPlan:

@@ -261,7 +261,7 @@ class _Demands(OpVisitor):
                scalar: bool = False) -> Expectation:
         layout = self.plan.program.buffer(ref.buffer).layout
         elem = max(w.nbytes for w in layout.words)
-        scope = "sys" if op.sem is Sem.VOLATILE else (op.scope.value if op.sem is not Sem.WEAK else "")
+        scope = op.sem.model_scope(op.scope).value if op.sem is not Sem.WEAK else ""
         vector = "" if scalar else _vec(layout.store_bytes // elem)
         return Expectation(node_id, op.label, (opcode,), op.sem.value, scope, vector, _word_types(elem), 1,
                            in_loop=isinstance(op, PollUntil), extra=("global",), blocks=blocks)
@@ -290,8 +290,8 @@ class _Demands(OpVisitor):
     def visit_atomic(self, op: Atomic, node_id: int) -> Expectation:
         label = op.label
         returns = op.into is not None
-        sem = "relaxed" if op.sem is Sem.VOLATILE else op.sem.value
-        scope = "sys" if op.sem is Sem.VOLATILE else op.scope.value
+        sem = op.sem.model_sem
+        scope = op.sem.model_scope(op.scope).value
         allowed = ("atom",) if (returns or sem in ("acquire", "acq_rel")) else ("red",)
         layout = self.plan.program.buffer(op.dst.buffer).layout
         if isinstance(op.operand, (Input, Reg, Fill)):

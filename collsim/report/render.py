@@ -19,19 +19,11 @@ import pandas as pd
 
 from collsim.atomicfile import atomic_write_text
 from collsim.report import figures as F
-from collsim.report.data import (
-    FLOAT_COLUMNS,
-    INT_COLUMNS,
-    RESULT_COLUMNS,
-    check_frame,
-    normalize_measured,
-    normalize_timelines,
-    normalize_verification,
-)
+from collsim.report.data import normalize_measured, normalize_timelines, normalize_verification
 from collsim.errors import InputError
 from collsim.tune import DEFAULT_TOLERANCE_PCT, build_config, build_table, from_results, result_groups
 from collsim.tune.files import default_names
-from collsim.resultsfile import FLOAT_FORMAT
+from collsim.resultsfile import COLUMNS, FLOAT_COLUMNS, FLOAT_FORMAT, INT_COLUMNS, check_frame
 from collsim.version import __version__
 
 __all__ = ["FIGURE_IDS", "build_report", "write_report", "figure_html", "page_templates"]
@@ -179,7 +171,7 @@ def _header(frame: pd.DataFrame, meta: Mapping[str, Any], data: F.ReportData) ->
 
 def _table(frame: pd.DataFrame) -> dict[str, Any]:
     fmts = dict(FLOAT_FORMAT)
-    cols = list(RESULT_COLUMNS)
+    cols = list(COLUMNS)
     kinds = ["num" if c in INT_COLUMNS or c in FLOAT_COLUMNS else "text" for c in cols]
     from markupsafe import Markup
 

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from collsim import __version__
 from collsim.algorithms import ProgramBuildError, generate
 from collsim.emit import build_program
 from collsim.emit.cuda import describe_op
@@ -33,6 +32,7 @@ from collsim.models import simulate, unsupported_reason
 from collsim.topology import load_topology
 from collsim.units import parse_ranks, parse_sizes
 from collsim.verify.verifier import verify
+from collsim.version import __version__
 
 __all__ = [
     "DEFAULT_AGAINST",

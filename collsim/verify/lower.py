@@ -226,7 +226,7 @@ class _ElementLowering(OpVisitor):
         value = kw.get("value")
         deps = frozenset(value.reads()) if value is not None else frozenset()
         return self.add_event(
-            instr, kind=kind, loc=self.loc(ref, j, word, env), sem=op.sem.model_sem, scope=op.scope.value,
+            instr, kind=kind, loc=self.loc(ref, j, word, env), sem=op.sem.model_sem, scope=op.sem.model_scope(op.scope).value,
             role=buf.layout.words[word].role.value, slot=ref.slot, region=ref.region, line=ref.line + j, word=word,
             deps=deps, **kw)
 

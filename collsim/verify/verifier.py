@@ -27,6 +27,7 @@ from typing import Any, Iterable
 import z3
 
 from collsim.errors import InputError
+from collsim.executors import check_executor_options, map_tasks
 from collsim.ir.assumptions import get_assumption
 from collsim.ir.protocol import Protocol
 from collsim.ir.registry import list_mutants, list_protocols, load_protocol
@@ -459,10 +460,9 @@ def _plan(protocol: str | Protocol, algorithm: str | None, *, ranks: int | None 
     expected = normalize_property(proto.expected_violation) if proto.expected_violation else None
     low = lower_instance(proto, algorithm, bounds, active)
     key = _cache.cache_key({
-        "protocol": proto.name, "class": f"{type(proto).__module__}.{type(proto).__qualname__}",
-        "params": repr(sorted(proto.params.items(), key=lambda kv: kv[0])), "algorithm": algorithm,
-        "program": low.flat_signature, "bounds": repr(bounds), "model": model, "assumptions": list(active),
-        "data_domain": repr(proto.data_domain), "properties": props, "dependencies": dependencies,
+        "protocol": list(proto.key), "algorithm": algorithm, "program": low.flat_signature, "bounds": repr(bounds),
+        "model": model, "assumptions": list(active), "data_domain": repr(proto.data_domain), "properties": props,
+        "dependencies": dependencies,
     })
     return _Plan(proto, algorithm, bounds, low, active, proto.data_domain is not None, props, expected, key)
 
@@ -562,30 +562,18 @@ def verdict_for(protocol: str | Protocol, algorithm: str | None = None, model: s
 
     With ``solve=False`` it never runs the solver and returns ``None`` when
     no verdict is cached (so a consumer such as the CUDA emitter can refuse
-    an unverified protocol cheaply). Keyword arguments are :func:`verify`'s.
+    an unverified protocol cheaply); it looks up the key :func:`verify`
+    stores, and checks its arguments as :func:`verify` does. Keyword
+    arguments are :func:`verify`'s.
     """
     if not solve:
-        proto = _resolve(protocol, kwargs.get("flag_bits"))
-        algorithm = algorithm or proto.algorithms[0]
-        assume = kwargs.get("assume")
-        active = tuple(proto.assumptions) if assume is None else tuple(dict.fromkeys(assume))
-        bounds = _bounds_for(proto, kwargs.get("ranks"), kwargs.get("iterations"), kwargs.get("lines"),
-                             kwargs.get("threads"), kwargs.get("max_lanes"))
-        low = lower_instance(proto, algorithm, bounds, active)
-        props = list(PROPERTIES) if kwargs.get("properties") is None else [normalize_property(p) for p in
-                                                                          kwargs["properties"]]
-        key = _cache.cache_key({
-            "protocol": proto.name, "class": f"{type(proto).__module__}.{type(proto).__qualname__}",
-            "params": repr(sorted(proto.params.items(), key=lambda kv: kv[0])), "algorithm": algorithm,
-            "program": low.flat_signature, "bounds": repr(bounds), "model": model, "assumptions": list(active),
-            "data_domain": repr(proto.data_domain), "properties": props,
-            "dependencies": kwargs.get("dependencies", True),
-        })
-        data = _cache.load(key)
+        plan = _plan(protocol, algorithm, model=model,
+                     **{k: v for k, v in kwargs.items() if k not in ("timeout", "use_cache")})
+        data = _cache.load(plan.key)
         if data is None:
             return None
         result = VerifyResult.from_json(data)
-        result.expected_violation = normalize_property(proto.expected_violation) if proto.expected_violation else None
+        result.expected_violation = plan.expected
         return result
     return verify(protocol, algorithm, model=model, **kwargs)
 
@@ -727,8 +715,6 @@ def verify_all(*, algorithm: str | None = None, model: str = "ptx", ranks: int |
     InputError
         An unknown memory model, executor option or name in ``only``.
     """
-    from collsim.executors import check_executor_options, map_tasks
-
     if model not in ("ptx", "sc"):
         raise InputError(f"unknown memory model {model!r}", field="--model", choices=["ptx", "sc"])
     if isinstance(executor, str):
