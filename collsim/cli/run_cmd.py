@@ -127,7 +127,7 @@ def run(
     check_executor_options(executor, workers=workers, scheduler=scheduler)
     result = execute(
         file, out=out, model=model, progress=True, write=True, executor=executor, workers=workers, scheduler=scheduler,
-        report=report, profile=profile, reuse=reuse,
+        report=report, profile=profile, reuse=reuse, out_field="--out",
     )
     scen = result.scenario
     topo = scen.topology

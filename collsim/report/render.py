@@ -134,7 +134,8 @@ def _header(frame: pd.DataFrame, meta: Mapping[str, Any], data: F.ReportData) ->
         facts.append(("routing", str(summary["routing"])))
     model = meta.get("model") or ", ".join(sorted(set(frame["model"]) - {""}))
     costs = meta.get("costs") if meta.get("costs") is not None else scen.get("costs")
-    date = meta.get("date") or scen.get("date")
+    run_meta = meta.get("run") if isinstance(meta.get("run"), Mapping) else {}
+    date = run_meta.get("date") or meta.get("date") or scen.get("date")
     version = meta.get("collsim_version") or "unknown"
     run = [
         ("ranks", ", ".join(str(r) for r in data.ranks)),

@@ -2,7 +2,10 @@
 
 A run writes ``results.csv`` and ``results.json`` (:mod:`collsim.resultsfile`)
 under ``reports/<scenario>/`` (or ``--out``), and ``report.html`` beside them
-(:mod:`collsim.report`). Nothing is written unless every file can be.
+(:mod:`collsim.report`). Where they go is checked before any row runs
+(:func:`collsim.userpaths.check_output_dir`), and they are written together
+at the end, each to a temporary name first: nothing is written unless every
+file can be, and an interrupted run leaves nothing.
 
 A row whose model raises is run once more; if it fails again it is left out
 of ``results.csv`` and listed under ``failed`` in ``results.json`` with its
@@ -33,14 +36,15 @@ from typing import Any
 from collsim.errors import InputError
 from collsim.executors import open_executor, progress_bar
 from collsim.models import performance_model
-from collsim.report import write_report
+from collsim.report import build_report
 from collsim.report.timelines import timelines_for
 from collsim.resultsfile import (IDENTITY_COLUMNS, Failed, Skipped, format_csv, format_json, format_sweep,
-                                 records_frame, result_columns, sweep_directories, write_results)
+                                 records_frame, result_columns, run_section, sweep_directories, write_results)
 from collsim.runner.rows import expand_rows, run_rows
 from collsim.scenario import load_scenario
 from collsim.scenario.costs import with_profile
 from collsim.scenario.loader import check_costs
+from collsim.userpaths import check_output_dir
 
 __all__ = ["RunOutput", "execute", "run_scenario"]
 
@@ -95,6 +99,7 @@ def execute(
     report: bool = True,
     profile: str | Path | None = None,
     reuse: bool = False,
+    out_field: str = "out",
 ) -> RunOutput:
     """Load, expand, run and (optionally) write a scenario; the CLI and :func:`run_scenario` share it.
 
@@ -107,7 +112,9 @@ def execute(
     ``executor``, ``workers`` and ``scheduler`` say where rows run (see
     :func:`collsim.executors.open_executor`); the results do not depend on it.
     ``reuse`` takes unchanged rows from earlier runs (see :func:`run_rows`).
+    ``out_field`` names ``out`` in errors (the CLI's ``--out``).
     """
+    run = run_section()
     if model is not None:
         performance_model(model)  # an unknown --model is reported before the file is read
     # A file's own profile: key is replaced by --profile; a Scenario already loaded gets it underneath.
@@ -117,6 +124,13 @@ def execute(
         scenario = with_profile(scenario, profile, model_name)
     if model is not None or profile is not None:
         check_costs(scenario, model_name)  # a Scenario passed in was checked for another model
+    out_dir = Path(out) if out is not None else scenario.output
+    if write:  # before any row runs: a bad --out (or output:) must not cost the whole run
+        if out is not None:
+            check_output_dir(out_dir, field=out_field)
+        else:
+            key, line = scenario.output_from or ("output", None)
+            check_output_dir(out_dir, field=key, file=scenario.source, line=line)
     rows, skipped = expand_rows(scenario, model_name)
     if not rows:
         reasons = sorted({s.reason for s in skipped})
@@ -149,27 +163,29 @@ def execute(
     directories = sweep_directories(points)
     result.points = list(zip(points, directories))
     if write:
-        out_dir = Path(out) if out is not None else scenario.output
         if points:
-            files = format_sweep(scenario, model_name, records, static, unsupported, failed, points, directories)
+            files = format_sweep(scenario, model_name, records, static, unsupported, failed, points, directories,
+                                 run=run)
         else:
             files = {
                 "results.csv": format_csv(records),
-                "results.json": format_json(scenario, model_name, records, skipped, failed),
+                "results.json": format_json(scenario, model_name, records, skipped, failed, run=run),
             }
+            if report and records:
+                files["report.html"] = _report_page(files["results.json"], records, model_name)
         write_results(out_dir, files)
         result.out_dir = out_dir
-        if report and not points and records:
-            result.report = _write_report(out_dir, files["results.json"], records, model_name)
+        if "report.html" in files:
+            result.report = out_dir / "report.html"
     return result
 
 
-def _write_report(out_dir: Path, json_text: str, records: Sequence[Mapping[str, Any]], model_name: str) -> Path:
-    """Write report.html beside the results, with a few simulated timelines when the model makes them."""
+def _report_page(json_text: str, records: Sequence[Mapping[str, Any]], model_name: str) -> str:
+    """report.html of the results, with a few simulated timelines when the model makes them."""
     meta = json.loads(json_text)
     frame = records_frame(records)
     timelines = timelines_for(frame, meta) if model_name == "des" else None
-    return write_report(frame, meta, out_dir / "report.html", timeline=timelines)
+    return build_report(frame, meta, timeline=timelines)
 
 
 def run_scenario(

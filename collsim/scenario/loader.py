@@ -269,6 +269,8 @@ def scenario_from_dict(
         _checked(where, _item_path("ranks", spec.ranks, n, parse_ranks), check_ranks_fit, n, topology)
 
     output = Path(spec.output) if spec.output else Path("reports") / name
+    output_from = ("output", where.line(("output",))) if spec.output else \
+        ("name", where.line(("name",)) if spec.name is not None else None)
     return Scenario(
         name=name,
         topology=topology,
@@ -289,6 +291,7 @@ def scenario_from_dict(
         source=file,
         sweep=sweep,
         profile=profile_path,
+        output_from=output_from,
     )
 
 
