@@ -18,6 +18,7 @@ from typing import Optional
 import typer
 
 from collsim.cli.app import app
+from collsim.cli.options import at_least
 from collsim.errors import InputError
 
 __all__ = ["ingest", "compare_cmd", "calibrate_cmd", "validate_cmd"]
@@ -247,7 +248,8 @@ def calibrate_cmd(
     if not names:
         raise InputError("name the parameters to fit", field="--params")
     if folds < 0:
-        raise InputError(f"--folds must be 0 or more, got {folds}", field="--folds")
+        raise InputError(f"must be 0 or more (0 or 1: no cross-validation), got {folds}", field="--folds")
+    at_least(jobs, 1, "--jobs", "worker process")
     from collsim.topology import load_topology
 
     load_topology(topology)  # an unknown preset is reported before anything is read
@@ -350,8 +352,8 @@ def validate_cmd(
     """
     from collsim.calibrate.validate import GOAL_CALIBRATED_PCT, GOAL_DEFAULT_PCT, to_markdown, validate
 
-    if folds < 2:
-        raise InputError(f"--folds must be at least 2, got {folds}", field="--folds")
+    at_least(folds, 2, "--folds", "folds")
+    at_least(jobs, 1, "--jobs", "worker process")
     err = _console(stderr=True)
     result = validate(measured, model=model, params=_split_params(params) or None, folds=folds, seed=seed, jobs=jobs,
                       progress=lambda message: err.print(message, soft_wrap=True))

@@ -80,9 +80,9 @@ def review_command(
     """
     from collsim.errors import InputError
     from collsim.review import run_review, write_review
+    from collsim.userpaths import check_output_dir
 
-    if out.exists() and not out.is_dir():
-        raise InputError("is not a directory", file=str(out), field="--out")
+    check_output_dir(out, field="--out")
     if timeout <= 0:
         raise InputError("the timeout must be positive", field="--timeout")
     if verify_ranks is not None and verify_ranks < 2:

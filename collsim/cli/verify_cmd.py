@@ -66,6 +66,10 @@ def verify_command(
         raise InputError("the bound needs at least 2 ranks", field="--ranks")
     if iterations is not None and iterations < 1:
         raise InputError("the bound needs at least 1 iteration", field="--iterations")
+    for flag, value, what in (("--lines", lines, "line per chunk"), ("--threads", threads, "thread per rank")):
+        if value is not None and value < 1:
+            raise InputError(f"the bound needs at least 1 {what}, got {value}", field=flag)
+    _warn_if_large(ranks, iterations, lines, threads)
     common = dict(ranks=ranks, iterations=iterations, model=model, timeout=timeout, lines=lines, threads=threads,
                   use_cache=cache)
     if not all_:
@@ -90,13 +94,38 @@ def verify_command(
         return
     if protocol is None:
         raise InputError("name a protocol (or use --all)", field="protocol")
-    result = verify(protocol, algorithm, assume=assume, flag_bits=flag_bits, dependencies=dependencies, **common)
+    from collsim.cli.feedback import working
+
+    with working(f"verifying {protocol}" + (f" ({algorithm})" if algorithm else "") + f" under {model}"):
+        result = verify(protocol, algorithm, assume=assume, flag_bits=flag_bits, dependencies=dependencies, **common)
     if as_json:
         print(json.dumps(result.to_json(), indent=2))
     else:
         _console().print(result.render())
     if not result.ok:
         raise SystemExit(1)
+
+
+#: The bound the verifier checks by default (ranks, iterations, lines, threads) and what a larger one costs.
+_DEFAULT_BOUND = (3, 2, 1, 1)
+
+
+def _warn_if_large(ranks: int | None, iterations: int | None, lines: int | None, threads: int | None) -> None:
+    """Warn before a bound whose instance is much larger than the default one: the solver may run for hours.
+
+    A one-shot instance has about ranks² × iterations × lines × threads memory events (every rank writes
+    every peer's slot each iteration), and the solver's time grows faster than its events.
+    """
+    given = [v if v is not None else d for v, d in zip((ranks, iterations, lines, threads), _DEFAULT_BOUND)]
+    r, i, n, t = given
+    dr, di, dn, dt = _DEFAULT_BOUND
+    factor = (r / dr) ** 2 * (i / di) * (n / dn) * (t / dt)
+    if factor > 4:
+        from collsim.cli.feedback import warn
+
+        warn(f"a bound of {r} ranks x {i} iterations x {n} line(s) x {t} thread(s) has about {factor:.0f} times "
+             f"the memory events of the default ({dr} x {di} x {dn} x {dt}) and the solver's time grows faster than "
+             "that: this can take hours (a protocol's bugs show at small bounds; --timeout limits each property)")
 
 
 def _print_summary(summary) -> None:

@@ -17,8 +17,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from collsim.config import (DTYPES, LAUNCH_MODES, algorithm_names, check_algorithm, check_channels, check_choice,
-                            check_dtype, check_launch, check_op, check_ranks_fit, check_size_elements)
+from collsim.config import (DTYPES, LAUNCH_MODES, algorithm_names, check_algorithm, check_channels,
+                            check_channels_fit, check_choice, check_dtype, check_launch, check_op, check_ranks_fit,
+                            check_size_elements, check_size_fits)
 from collsim.errors import InputError
 from collsim.ir.registry import list_protocols
 from collsim.models import performance_model, validate_costs
@@ -267,6 +268,9 @@ def scenario_from_dict(
     topology = _resolve_topology(spec.topology, base_dir, where)
     for n in ranks:
         _checked(where, _item_path("ranks", spec.ranks, n, parse_ranks), check_ranks_fit, n, topology)
+    for size in sizes:
+        _checked(where, _item_path("sizes", spec.sizes, size, parse_sizes), check_size_fits, size, topology)
+    _checked(where, ("channels",), check_channels_fit, spec.channels, topology, max(ranks))
 
     output = Path(spec.output) if spec.output else Path("reports") / name
     output_from = ("output", where.line(("output",))) if spec.output else \
