@@ -147,6 +147,9 @@ def execute(
     finally:
         if where is not executor:  # close only what was opened here
             where.close()
+    broken = next((r["input_error"] for r in records if r.get("input_error")), None)
+    if broken is not None:  # a protocol's code failed to build a program: the run's input is wrong
+        raise InputError(broken)
     failed = [
         Failed(tuple((k, r[k]) for k in IDENTITY_COLUMNS + scenario.sweep_keys), r["error"], r["attempts"])
         for r in records
