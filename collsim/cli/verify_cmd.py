@@ -43,7 +43,8 @@ def verify_command(
                                       help="Re-check without each assumption and without the data domain."),
     cache: bool = typer.Option(True, "--cache/--no-cache", help="Use and fill the verdict cache."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
-    all_: bool = typer.Option(False, "--all", help="Every shipped protocol and every mutant, as a summary."),
+    all_: bool = typer.Option(False, "--all", help="Every shipped protocol under every algorithm it has (what emit --all needs; "
+                              "--algorithm A: only A) and every mutant, as a summary."),
     executor: str = executor_option("the checks of --all"),
     scheduler: Optional[str] = scheduler_option(),
     workers: Optional[int] = workers_option(),
