@@ -34,7 +34,7 @@ from pathlib import Path
 
 from collsim.errors import InputError
 
-__all__ = ["check_output_dir", "check_output_file", "read_text"]
+__all__ = ["check_output_dir", "check_output_file", "check_report_path", "read_text"]
 
 
 def _shown(path: Path | str) -> str:
@@ -94,18 +94,23 @@ def check_output_dir(path: str | os.PathLike[str], *, field: str | None = None, 
 
     Nothing is left behind: directories created to find out are removed again.
     """
-    target = Path(path)
+    _check_dir(Path(path), Path(path), field, file, line)
+
+
+def _check_dir(target: Path, shown: Path, field: str | None, file: str | None, line: int | None) -> None:
+    """:func:`check_output_dir` of ``target``; errors name ``shown`` (the file about to be written in it)."""
     anchor = _existing_ancestor(target)
     if anchor == target and not target.is_dir():
-        raise _error(target, "exists and is a file, not a directory", field, file, line)
+        what = "exists and is a file, not a directory" if shown == target else f"{target} is a file, not a directory"
+        raise _error(shown, what, field, file, line)
     if anchor != target and not anchor.is_dir():
-        raise _error(target, f"{anchor} is a file, not a directory", field, file, line)
+        raise _error(shown, f"{anchor} is a file, not a directory", field, file, line)
     limit = _name_max(anchor)
-    for part in target.parts:
+    for part in shown.parts:
         if len(os.fsencode(part)) > limit:
-            shown = part if len(part) <= 40 else part[:37] + "..."
-            raise _error(target, f"the name {shown!r} is {len(os.fsencode(part))} bytes long; the file system "
-                                 f"allows {limit}", field, file, line)
+            text = part if len(part) <= 40 else part[:37] + "..."
+            raise _error(shown, f"the name {text!r} is {len(os.fsencode(part))} bytes long; the file system "
+                                f"allows {limit}", field, file, line)
     made: list[Path] = []
     try:
         missing = [p for p in (target, *target.parents) if not os.path.lexists(p)]
@@ -116,7 +121,7 @@ def check_output_dir(path: str | os.PathLike[str], *, field: str | None = None, 
         os.close(fd)
         os.unlink(probe)
     except OSError as err:
-        raise _error(target, _why(err, anchor), field, file, line) from None
+        raise _error(shown, _why(err, anchor), field, file, line) from None
     finally:
         for directory in reversed(made):
             try:
@@ -126,17 +131,26 @@ def check_output_dir(path: str | os.PathLike[str], *, field: str | None = None, 
 
 
 def check_output_file(path: str | os.PathLike[str], *, field: str | None = None, file: str | None = None,
-                      line: int | None = None) -> None:
-    """Raise :class:`InputError` unless collsim can write the file ``path`` (its directory is checked with
-    :func:`check_output_dir`; the file itself must not be a directory)."""
+                      line: int | None = None, make_parents: bool = True) -> None:
+    """Raise :class:`InputError` unless collsim can write the file ``path``: not a directory, a name the file
+    system allows, in a directory that exists (or, with ``make_parents``, can be made) and that can be
+    written (checked as :func:`check_output_dir` does, leaving nothing behind)."""
     target = Path(path)
     if target.is_dir():
         raise _error(target, "is a directory; give a file name", field, file, line)
-    limit = _name_max(_existing_ancestor(target.parent))
-    if len(os.fsencode(target.name)) > limit:
-        raise _error(target, f"the file name is {len(os.fsencode(target.name))} bytes long; the file system "
-                             f"allows {limit}", field, file, line)
-    check_output_dir(target.parent, field=field, file=file, line=line)
+    parent = target.parent
+    if not make_parents and not os.path.lexists(parent):
+        raise _error(target, f"directory {parent} does not exist", field, file, line)
+    _check_dir(parent, target, field, file, line)
+
+
+def check_report_path(path: str | os.PathLike[str], *, field: str | None = None) -> None:
+    """Like :func:`check_output_file`, but an existing directory is accepted (the report goes in it as
+    ``report.html``)."""
+    if Path(path).is_dir():
+        check_output_dir(path, field=field)
+    else:
+        check_output_file(path, field=field)
 
 
 def read_text(path: str | os.PathLike[str], *, what: str, field: str | None = None) -> str:

@@ -65,7 +65,7 @@ def test_default_path_missing_is_a_clear_error(monkeypatch):
     import collsim.calibrate.validate as mod
 
     monkeypatch.setattr(mod, "DEFAULT_MEASURED", "../no/such/dir/allreduce_measured.csv")
-    with pytest.raises(InputError, match="pass --measured PATH"):
+    with pytest.raises(InputError, match="pass --measured FILE"):
         mod.default_measured_path()
 
 

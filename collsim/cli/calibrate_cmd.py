@@ -55,7 +55,10 @@ def ingest(
     """
     from collsim.calibrate.ingest import ingest_files
     from collsim.calibrate.measurements import write_measurements
+    from collsim.userpaths import check_output_file
 
+    if output != "-":
+        check_output_file(output, field="--output")
     table, logs_read, messages = ingest_files(logs, topology=topology, collective=collective)
     for message in messages:
         typer.echo(f"collsim: warning: {message}", err=True)
@@ -67,10 +70,7 @@ def ingest(
     if output == "-":
         table.to_csv(sys.stdout, index=False, lineterminator="\n")
     else:
-        target = Path(output)
-        if target.is_dir():
-            raise InputError("is a directory; give a file name", file=output, field="--output")
-        write_measurements(table, target)
+        write_measurements(table, Path(output))
     wrong = int(table["wrong"].sum())
     truncated = int(table["truncated"].sum())
     extras = []
@@ -153,7 +153,10 @@ def compare_cmd(
     100 x (simulated - measured) / measured (signed) and its absolute value.
     """
     from collsim.calibrate.compare import compare, load_simulated
+    from collsim.userpaths import check_report_path
 
+    if html is not None:
+        check_report_path(html, field="--html")
     sim, meta = load_simulated(simulated)
     table = _read_measured(measured, topology)
     names = ", ".join(str(p) for p in measured)
@@ -241,7 +244,9 @@ def calibrate_cmd(
     from collsim.calibrate.mapping import map_measurements
     from collsim.calibrate.profile import profile_document, write_profile
     from collsim.calibrate.validate import DEFAULT_PARAMS
+    from collsim.cli.feedback import working
     from collsim.models import get_model
+    from collsim.userpaths import check_output_file
 
     model_name, _ = get_model(model)
     names = _split_params(params) or list(DEFAULT_PARAMS.get(model_name, ()))
@@ -253,8 +258,7 @@ def calibrate_cmd(
     from collsim.topology import load_topology
 
     load_topology(topology)  # an unknown preset is reported before anything is read
-    if output.is_dir():
-        raise InputError("is a directory; give a file name", file=str(output), field="--output")
+    check_output_file(output, field="--output")
     table = _read_measured(measured, topology)
     source = ", ".join(str(p) for p in measured)
     if len(table) == 0:
@@ -270,7 +274,12 @@ def calibrate_cmd(
     for (label, reason), g in unmapped.groupby(["family_label", "reason"], sort=True):
         err.print(f"unmapped: {label}: {len(g)} row(s): {reason}", soft_wrap=True)
     if len(ours) == 0:
-        raise InputError(f"no measured row maps to a configuration on {topology}", file=source)
+        from collsim.calibrate.validate import unmapped_reasons
+
+        why = unmapped_reasons(mapped) if not len(other) else \
+            f" ({len(other)} row(s) measured on {', '.join(sorted(set(other['m_topology'])))}" + \
+            (f"; {unmapped_reasons(mapped)[2:]}" if len(unmapped) else ")")
+        raise InputError(f"no measured row maps to a configuration on {topology}{why}", file=source)
     with Evaluator(model_name, jobs=jobs) as ev:
         unsupported = ev.unsupported(configs_of(ours))
         if unsupported:
@@ -284,8 +293,9 @@ def calibrate_cmd(
                   soft_wrap=True)
         # parameters named on the command line must all be identifiable; from the default set, those the
         # data cannot identify are left at their documented values and listed
-        cal = calibrate(ours, names, evaluator=ev, folds=folds, seed=seed, strict=bool(_split_params(params)),
-                        source=source)
+        with working(f"fitting {len(names)} parameters to {len(ours)} rows") as update:
+            cal = calibrate(ours, names, evaluator=ev, folds=folds, seed=seed, strict=bool(_split_params(params)),
+                            source=source, progress=update)
         generation = ev.generation(topology, int(ours["m_ranks"].max()))
     counts = {f"{label}: {reason}": int(len(g)) for (label, reason), g in unmapped.groupby(["family_label", "reason"])}
     doc = profile_document(cal, topology=topology, generation=generation, sources=[str(p) for p in measured],

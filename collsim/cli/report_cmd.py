@@ -36,13 +36,25 @@ def open_report(path: str | Path) -> bool:
 
 def _load_verification(path: Path) -> Any:
     from collsim.errors import InputError
+    from collsim.report.data import normalize_verification
+    from collsim.userpaths import read_text
 
-    if not path.exists():
-        raise InputError("no such file", file=str(path), field="--verification")
+    text = read_text(path, what="verdicts file (JSON)", field="--verification")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(text)
     except json.JSONDecodeError as err:
-        raise InputError(f"not valid JSON: {err.msg}", file=str(path), line=err.lineno) from None
+        raise InputError(f"not valid JSON: {err.msg}", file=str(path), line=err.lineno,
+                         field="--verification") from None
+    if isinstance(doc, dict) and "rows" in doc and "columns" in doc:
+        raise InputError("is a results file ('collsim run' wrote it), not verdicts: give the output of "
+                         "'collsim verify --all --json' (or 'collsim verify PROTOCOL --json')", file=str(path),
+                         field="--verification")
+    try:
+        normalize_verification(doc, str(path))
+    except InputError as err:
+        raise InputError(err.message, file=str(path), line=err.line, field="--verification",
+                         choices=err.choices) from None
+    return doc
 
 
 def _load_measured(paths: List[Path]) -> Any:
@@ -92,14 +104,17 @@ def report(
     """
     from collsim.report import load_results, timelines_for, write_report
     from collsim.tune import check_tolerance
+    from collsim.userpaths import check_report_path
 
     tolerance_pct = check_tolerance(tolerance)
+    target = out if out is not None else default_report_path(results)
+    check_report_path(target, field="--out" if out is not None else "RESULTS")
     frame, meta = load_results(results)
     timelines = timelines_for(frame, meta, timeline) if timeline else None
     verdicts = _load_verification(verification) if verification is not None else None
     measured_df = _load_measured(list(measured)) if measured else None
     path = write_report(
-        frame, meta, out if out is not None else default_report_path(results),
+        frame, meta, target,
         timeline=timelines, verification=verdicts, measured=measured_df, tolerance_pct=tolerance_pct,
     )
     size_mb = path.stat().st_size / 1e6
