@@ -76,14 +76,14 @@ def field_name(path: Iterable[Any]) -> str:
 
 
 def looks_like_path(text: str) -> bool:
-    """True when a one-line string names a file rather than holding YAML.
+    """True when a one-line string names a file (or a directory, given by mistake) rather than holding YAML.
 
     >>> looks_like_path("my_topo.yaml"), looks_like_path("a: 1")
     (True, False)
     """
     if "\n" in text:
         return False
-    return text.lower().endswith(_YAML_SUFFIXES) or os.path.isfile(text)
+    return text.lower().endswith(_YAML_SUFFIXES) or os.path.isfile(text) or os.path.isdir(text)
 
 
 def _read_source(path_or_text: str | os.PathLike[str], filename: str | None) -> tuple[str, str | None]:
@@ -93,12 +93,22 @@ def _read_source(path_or_text: str | os.PathLike[str], filename: str | None) -> 
         return str(path_or_text), filename
     path = Path(path_or_text)
     shown = filename or str(path_or_text)
+    if path.is_dir():
+        raise InputError("is a directory, not a YAML file", file=shown)
     if not path.is_file():
         raise InputError("file not found", file=shown)
     try:
-        return path.read_text(encoding="utf-8"), shown
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"cannot read file: {err}", file=shown) from None
+        data = path.read_bytes()
+    except OSError as err:
+        raise InputError(f"cannot read file: {err.strerror or err}", file=shown) from None
+    if b"\0" in data[:65536]:
+        raise InputError("is a binary file (it holds NUL bytes), not YAML", file=shown)
+    try:
+        return data.decode("utf-8"), shown
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise InputError(f"is not UTF-8 text (byte 0x{data[err.start]:02x} at offset {err.start})", file=shown,
+                         line=line) from None
 
 
 def _index_lines(

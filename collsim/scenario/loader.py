@@ -198,6 +198,13 @@ def _resolve_topology(spec: Any, base_dir: Path | None, where: _Where) -> Any:
         candidate = base_dir / spec
         if candidate.exists():
             target = str(candidate)
+        elif not Path(spec).exists():  # named here: say so here, with where it was looked for
+            looked = [str(candidate)] + ([spec] if str(candidate) != spec else [])
+            raise where.error(("topology",), f"topology file {spec!r} not found (looked for "
+                                             f"{' and '.join(looked)}; a path relative to the scenario file)")
+    if isinstance(spec, str) and (base_dir / spec if base_dir is not None else Path(spec)).is_dir():
+        raise where.error(("topology",), f"{spec!r} is a directory; give a topology .yaml file or a preset name",
+                          choices=None)
     locator = Locator(where.file, where.line_of or no_lines, ("topology",))
     try:
         return load_topology(target, locator=locator)
