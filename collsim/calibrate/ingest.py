@@ -183,6 +183,10 @@ def parse_log(path: str | os.PathLike[str]) -> ParsedLog:
         rows, meta, warns = parse_json(text, name)
     else:
         kind = csv_kind(text)
+        if kind == "results":
+            raise InputError("is a collsim results file (simulated by 'collsim run'), not measurements: compare it "
+                             "with 'collsim compare SIM.csv MEASURED' or give measurements here (nccl-tests output, "
+                             "a table 'collsim ingest' wrote)", file=name)
         if kind == "published":
             rows, meta, warns = parse_published_csv(text, name)
         elif kind == "collsim":

@@ -213,6 +213,9 @@ def _read_csv(path: Path) -> pd.DataFrame:
         raise InputError(f"not a readable CSV ({' '.join(str(err).split())})", file=source) from None
     extra = [c for c in frame.columns if c not in RESULT_COLUMNS]
     missing = [c for c in RESULT_COLUMNS if c not in frame.columns]
+    if {"size_bytes", "time_us"} <= set(frame.columns) and "latency_us" not in frame.columns:
+        raise InputError("is a measurement table, not simulated results: give results.csv or results.json of "
+                         "'collsim run', and this file as --measured to overlay it", file=source)
     if missing or extra:
         parts = []
         if missing:

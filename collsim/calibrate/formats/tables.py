@@ -69,7 +69,8 @@ def _header(text: str) -> list[str]:
 
 
 def csv_kind(text: str) -> str | None:
-    """``"published"``, ``"collsim"`` or ``None`` for a text that is not one of these CSVs."""
+    """``"published"``, ``"collsim"`` (a measurement table), ``"results"`` (simulated: ``collsim run``'s
+    results.csv) or ``None`` for a text that is none of these CSVs."""
     first_line = text.lstrip("\ufeff").split("\n", 1)[0]
     if "," not in first_line:
         return None
@@ -78,6 +79,8 @@ def csv_kind(text: str) -> str | None:
         return "published"
     if "size_bytes" in cols and "time_us" in cols:
         return "collsim"
+    if {"size_bytes", "latency_us", "busbw_gbps", "model", "events"} <= cols:
+        return "results"  # what `collsim run` simulated, not a measurement
     return None
 
 
