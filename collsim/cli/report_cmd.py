@@ -111,7 +111,12 @@ def report(
     check_report_path(target, field="--out" if out is not None else "RESULTS")
     frame, meta = load_results(results)
     timelines = timelines_for(frame, meta, timeline) if timeline else None
-    verdicts = _load_verification(verification) if verification is not None else None
+    if verification is not None:
+        verdicts = _load_verification(verification)
+    else:  # the verdicts on record here, as `collsim run` shows them
+        from collsim.runner.run import recorded_verdicts
+
+        verdicts = recorded_verdicts(list(dict.fromkeys(zip(frame["protocol"], frame["algorithm"]))))
     measured_df = _load_measured(list(measured)) if measured else None
     path = write_report(
         frame, meta, target,

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collsim.errors import InputError
+from collsim.errors import CollsimError, InputError
 from collsim.executors import open_executor, progress_bar
 from collsim.models import performance_model
 from collsim.report import build_report
@@ -46,7 +46,7 @@ from collsim.scenario.costs import with_profile
 from collsim.scenario.loader import check_costs
 from collsim.userpaths import check_output_dir
 
-__all__ = ["RunOutput", "execute", "run_scenario"]
+__all__ = ["RunOutput", "execute", "run_scenario", "recorded_verdicts"]
 
 
 @dataclass
@@ -184,11 +184,34 @@ def execute(
 
 
 def _report_page(json_text: str, records: Sequence[Mapping[str, Any]], model_name: str) -> str:
-    """report.html of the results, with a few simulated timelines when the model makes them."""
+    """report.html of the results, with a few simulated timelines when the model makes them and the verdicts
+    on record for its protocols."""
     meta = json.loads(json_text)
     frame = records_frame(records)
     timelines = timelines_for(frame, meta) if model_name == "des" else None
-    return build_report(frame, meta, timeline=timelines)
+    pairs = list(dict.fromkeys(zip(frame["protocol"], frame["algorithm"])))
+    return build_report(frame, meta, timeline=timelines, verification=recorded_verdicts(pairs))
+
+
+def recorded_verdicts(pairs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The verifier's verdict on record (its cache; nothing is solved) for each ``(protocol, algorithm)``, as
+    the report tabulates them; a pair without one is ``not verified``, saying how to verify it."""
+    from collsim.emit.gate import MODEL  # lazy: start-up (the verifier and z3 load only for a report)
+    from collsim.verify.verifier import verdict_for  # lazy: start-up
+
+    out: list[dict[str, Any]] = []
+    for protocol, algorithm in pairs:
+        try:
+            result = verdict_for(protocol, algorithm, model=MODEL, solve=False)
+        except CollsimError:  # a protocol the registry cannot load here, a pair without a program
+            result = None
+        if result is None:
+            out.append({"protocol": protocol, "algorithm": algorithm, "verdict": "not verified", "model": MODEL,
+                        "detail": f"no verdict on record here: collsim verify {protocol} --algorithm {algorithm}"
+                                  " (or verify --all)"})
+        else:
+            out.append(result.to_json())
+    return out
 
 
 def run_scenario(
