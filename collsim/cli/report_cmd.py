@@ -12,7 +12,7 @@ import typer
 
 from collsim.cli.app import app
 
-__all__ = ["report", "open_report", "default_report_path"]
+__all__ = ["report", "open_report", "open_or_say", "default_report_path"]
 
 
 def default_report_path(results: str | Path) -> Path:
@@ -32,6 +32,13 @@ def open_report(path: str | Path) -> bool:
         return bool(webbrowser.open(Path(path).resolve().as_uri()))
     except Exception:  # noqa: BLE001 - opening is a convenience only
         return False
+
+
+def open_or_say(path: str | Path) -> None:
+    """Open ``path`` in a web browser, or say on stderr that none started and where the report is."""
+    if not open_report(path):
+        typer.echo(f"collsim: could not start a web browser (none found, or no display); the report is "
+                   f"{Path(path).resolve().as_uri()}", err=True)
 
 
 def _load_verification(path: Path) -> Any:
@@ -124,5 +131,5 @@ def report(
     )
     size_mb = path.stat().st_size / 1e6
     typer.echo(f"report -> {path} ({size_mb:.1f} MB)")
-    if open_ and not open_report(path):
-        typer.echo(f"could not start a web browser; open {path.resolve().as_uri()}", err=True)
+    if open_:
+        open_or_say(path)

@@ -100,6 +100,7 @@ def execute(
     profile: str | Path | None = None,
     reuse: bool = False,
     out_field: str = "out",
+    tolerance_pct: float | None = None,
 ) -> RunOutput:
     """Load, expand, run and (optionally) write a scenario; the CLI and :func:`run_scenario` share it.
 
@@ -112,7 +113,8 @@ def execute(
     ``executor``, ``workers`` and ``scheduler`` say where rows run (see
     :func:`collsim.executors.open_executor`); the results do not depend on it.
     ``reuse`` takes unchanged rows from earlier runs (see :func:`run_rows`).
-    ``out_field`` names ``out`` in errors (the CLI's ``--out``).
+    ``out_field`` names ``out`` in errors (the CLI's ``--out``); ``tolerance_pct`` is the report's tie
+    tolerance (default: :data:`collsim.tune.DEFAULT_TOLERANCE_PCT`).
     """
     run = run_section()
     if model is not None:
@@ -175,7 +177,7 @@ def execute(
                 "results.json": format_json(scenario, model_name, records, skipped, failed, run=run),
             }
             if report and records:
-                files["report.html"] = _report_page(files["results.json"], records, model_name)
+                files["report.html"] = _report_page(files["results.json"], records, model_name, tolerance_pct)
         write_results(out_dir, files)
         result.out_dir = out_dir
         if "report.html" in files:
@@ -183,14 +185,16 @@ def execute(
     return result
 
 
-def _report_page(json_text: str, records: Sequence[Mapping[str, Any]], model_name: str) -> str:
+def _report_page(json_text: str, records: Sequence[Mapping[str, Any]], model_name: str,
+                 tolerance_pct: float | None = None) -> str:
     """report.html of the results, with a few simulated timelines when the model makes them and the verdicts
     on record for its protocols."""
     meta = json.loads(json_text)
     frame = records_frame(records)
     timelines = timelines_for(frame, meta) if model_name == "des" else None
     pairs = list(dict.fromkeys(zip(frame["protocol"], frame["algorithm"])))
-    return build_report(frame, meta, timeline=timelines, verification=recorded_verdicts(pairs))
+    extra = {} if tolerance_pct is None else {"tolerance_pct": tolerance_pct}
+    return build_report(frame, meta, timeline=timelines, verification=recorded_verdicts(pairs), **extra)
 
 
 def recorded_verdicts(pairs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
