@@ -585,7 +585,9 @@ class _DaskExecutor(_FuturesExecutor):
                     processes=True,
                     dashboard_address=None,
                     host="127.0.0.1",
-                    silence_logs=logging.ERROR,
+                    # the workers' own log lines (a lost heartbeat while the cluster shuts down after Ctrl-C) are
+                    # noise to the user: a task's failure comes back as its outcome, with the error
+                    silence_logs=logging.CRITICAL,
                 )
                 self._client = Client(self._cluster, set_as_default=False)
         else:

@@ -204,7 +204,12 @@ def load_yaml_with_lines(
     collsim.errors.InputError: dup.yaml:2: a: duplicate key 'a'
     """
     text, shown = _read_source(path_or_text, filename)
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as err:  # a character YAML does not allow (a control character)
+        line = text.count("\n", 0, err.position) + 1 if isinstance(err.position, int) else None
+        raise InputError(f"malformed YAML: character {err.character!r} is not allowed in YAML", file=shown,
+                         line=line) from None
     try:
         root = loader.get_single_node()
         if root is None:
@@ -218,8 +223,12 @@ def load_yaml_with_lines(
         raise InputError(
             f"malformed YAML: {problem}", file=shown, line=(mark.line + 1) if mark else None
         ) from None
+    except yaml.reader.ReaderError as err:
+        line = text.count("\n", 0, err.position) + 1 if isinstance(err.position, int) else None
+        raise InputError(f"malformed YAML: character {err.character!r} is not allowed in YAML", file=shown,
+                         line=line) from None
     except yaml.YAMLError as err:
-        raise InputError(f"malformed YAML: {err}", file=shown) from None
+        raise InputError(f"malformed YAML: {' '.join(str(err).split())}", file=shown) from None
     finally:
         loader.dispose()
 

@@ -186,6 +186,7 @@ def validate(
     from collsim.calibrate.ingest import IngestWarning, read_measurements
     from collsim.calibrate.mapping import map_measurements
     from collsim.calibrate.measurements import usable
+    from collsim.calibrate.parameters import resolve_params
 
     path = Path(measured) if measured is not None else default_measured_path()
     with warnings.catch_warnings():
@@ -197,6 +198,8 @@ def validate(
         names = tuple(params) if params else DEFAULT_PARAMS.get(ev.model, ())
         if not names:
             raise InputError(f"no default parameters for model {ev.model!r}; name them with --params", field="--params")
+        # an unknown name is the user's mistake (exit 2), before any fit: not one generation's "not calibrated"
+        resolve_params(ev.model, names)
         good = usable(table)
         mapped = map_measurements(good)
         n_sources = len({re.match(r"\s*(\S+)", str(o)).group(1) for o in good["origin"] if str(o).strip()}) or \

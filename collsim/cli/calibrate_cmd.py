@@ -242,6 +242,7 @@ def calibrate_cmd(
     from collsim.calibrate.evaluate import Evaluator, configs_of
     from collsim.calibrate.fit import calibrate
     from collsim.calibrate.mapping import map_measurements
+    from collsim.calibrate.parameters import resolve_params
     from collsim.calibrate.profile import profile_document, write_profile
     from collsim.calibrate.validate import DEFAULT_PARAMS
     from collsim.cli.feedback import working
@@ -252,6 +253,7 @@ def calibrate_cmd(
     names = _split_params(params) or list(DEFAULT_PARAMS.get(model_name, ()))
     if not names:
         raise InputError("name the parameters to fit", field="--params")
+    resolve_params(model_name, names)  # an unknown name is refused before anything is read
     if folds < 0:
         raise InputError(f"must be 0 or more (0 or 1: no cross-validation), got {folds}", field="--folds")
     at_least(jobs, 1, "--jobs", "worker process")
@@ -268,18 +270,18 @@ def calibrate_cmd(
     ours = mapped[mapped["mapped"] & (mapped["m_topology"] == topology)].reset_index(drop=True)
     other = mapped[mapped["mapped"] & (mapped["m_topology"] != topology)]
     unmapped = mapped[~mapped["mapped"]]
-    if len(other):
-        err.print(f"left out {len(other)} row(s) measured on other systems "
-                  f"({', '.join(sorted(set(other['m_topology'])))})", soft_wrap=True)
-    for (label, reason), g in unmapped.groupby(["family_label", "reason"], sort=True):
-        err.print(f"unmapped: {label}: {len(g)} row(s): {reason}", soft_wrap=True)
-    if len(ours) == 0:
+    if len(ours) == 0:  # the one line says why (the reasons below, counted)
         from collsim.calibrate.validate import unmapped_reasons
 
         why = unmapped_reasons(mapped) if not len(other) else \
             f" ({len(other)} row(s) measured on {', '.join(sorted(set(other['m_topology'])))}" + \
             (f"; {unmapped_reasons(mapped)[2:]}" if len(unmapped) else ")")
         raise InputError(f"no measured row maps to a configuration on {topology}{why}", file=source)
+    if len(other):
+        err.print(f"left out {len(other)} row(s) measured on other systems "
+                  f"({', '.join(sorted(set(other['m_topology'])))})", soft_wrap=True)
+    for (label, reason), g in unmapped.groupby(["family_label", "reason"], sort=True):
+        err.print(f"unmapped: {label}: {len(g)} row(s): {reason}", soft_wrap=True)
     with Evaluator(model_name, jobs=jobs) as ev:
         unsupported = ev.unsupported(configs_of(ours))
         if unsupported:

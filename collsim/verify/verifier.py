@@ -683,8 +683,9 @@ def _all_jobs(only: Iterable[str] | None, algorithm: str | None, common: dict[st
         if kind == "protocol":
             if algorithm and algorithm not in proto.algorithms:
                 continue
-            # every program the protocol has, the ones `collsim emit --all` prints
-            for alg in [algorithm] if algorithm else list(proto.algorithms):
+            # all of them: every program the protocol has, the ones `collsim emit --all` prints; a chosen few
+            # (``only``): each under its first algorithm
+            for alg in [algorithm] if algorithm else list(proto.algorithms) if only is None else proto.algorithms[:1]:
                 jobs.append((kind, (name, alg, dict(common))))
         else:
             alg = algorithm if algorithm in proto.algorithms else proto.algorithms[0]
@@ -698,7 +699,8 @@ def verify_all(*, algorithm: str | None = None, model: str = "ptx", ranks: int |
                workers: int | None = None, scheduler: str | None = None, progress: Any = None,
                **kwargs: Any) -> Summary:
     """Verify every shipped protocol (under ``algorithm``, or under each algorithm it has: every program
-    ``collsim emit --all`` prints) and catch every mutant (under ``algorithm`` where it has it, else its first).
+    ``collsim emit --all`` prints) and catch every mutant (under ``algorithm`` where it has it, else its first);
+    with ``only``, each protocol named is verified under ``algorithm`` or its first.
 
     The runs go through :func:`collsim.executors.map_tasks`, so they can be
     spread over processes or a Dask cluster; verdicts and their order do not
