@@ -166,7 +166,7 @@ def children_ignore_interrupts() -> Iterator[None]:
         return
     # multiprocessing starts its resource tracker with SIGINT blocked and then *unblocks* it in the calling
     # thread, which would end the block early: start it first.
-    from multiprocessing import resource_tracker
+    from multiprocessing import resource_tracker  # lazy: only where signal masks exist (POSIX)
 
     resource_tracker.ensure_running()
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})

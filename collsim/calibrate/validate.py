@@ -186,7 +186,7 @@ def validate(
     from collsim.calibrate.ingest import IngestWarning, read_measurements
     from collsim.calibrate.mapping import map_measurements
     from collsim.calibrate.measurements import usable
-    from collsim.calibrate.parameters import resolve_params
+    from collsim.calibrate.parameters import resolve_params  # lazy: start-up
 
     path = Path(measured) if measured is not None else default_measured_path()
     with warnings.catch_warnings():

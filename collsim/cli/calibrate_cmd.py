@@ -18,6 +18,8 @@ from typing import Optional
 import typer
 
 from collsim.cli.app import app
+from collsim.cli.feedback import working
+from collsim.userpaths import check_output_file, check_report_path
 from collsim.cli.options import at_least
 from collsim.errors import InputError
 
@@ -55,7 +57,6 @@ def ingest(
     """
     from collsim.calibrate.ingest import ingest_files
     from collsim.calibrate.measurements import write_measurements
-    from collsim.userpaths import check_output_file
 
     if output != "-":
         check_output_file(output, field="--output")
@@ -153,7 +154,6 @@ def compare_cmd(
     100 x (simulated - measured) / measured (signed) and its absolute value.
     """
     from collsim.calibrate.compare import compare, load_simulated
-    from collsim.userpaths import check_report_path
 
     if html is not None:
         check_report_path(html, field="--html")
@@ -242,12 +242,10 @@ def calibrate_cmd(
     from collsim.calibrate.evaluate import Evaluator, configs_of
     from collsim.calibrate.fit import calibrate
     from collsim.calibrate.mapping import map_measurements
-    from collsim.calibrate.parameters import resolve_params
+    from collsim.calibrate.parameters import resolve_params  # lazy: start-up
     from collsim.calibrate.profile import profile_document, write_profile
     from collsim.calibrate.validate import DEFAULT_PARAMS
-    from collsim.cli.feedback import working
     from collsim.models import get_model
-    from collsim.userpaths import check_output_file
 
     model_name, _ = get_model(model)
     names = _split_params(params) or list(DEFAULT_PARAMS.get(model_name, ()))
@@ -271,7 +269,7 @@ def calibrate_cmd(
     other = mapped[mapped["mapped"] & (mapped["m_topology"] != topology)]
     unmapped = mapped[~mapped["mapped"]]
     if len(ours) == 0:  # the one line says why (the reasons below, counted)
-        from collsim.calibrate.validate import unmapped_reasons
+        from collsim.calibrate.validate import unmapped_reasons  # lazy: start-up
 
         why = unmapped_reasons(mapped) if not len(other) else \
             f" ({len(other)} row(s) measured on {', '.join(sorted(set(other['m_topology'])))}" + \

@@ -10,6 +10,8 @@ from typing import Optional
 import typer
 
 from collsim.cli.app import app
+from collsim.cli.feedback import working
+from collsim.userpaths import check_output_dir
 from collsim.errors import InputError, VerificationRefused
 
 __all__ = ["emit_cmd"]
@@ -38,9 +40,7 @@ def emit_cmd(
     Refused (exit 1) unless the verifier's verdict for the protocol and
     algorithm is "holds"; --unverified emits anyway, marked in every file.
     """
-    from collsim.cli.feedback import working
     from collsim.emit import emit, emit_all
-    from collsim.userpaths import check_output_dir
 
     if all_ and protocol:
         raise InputError("give a protocol or --all, not both", field="PROTOCOL")

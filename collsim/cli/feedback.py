@@ -24,13 +24,13 @@ def warn(message: str) -> None:
 def working(description: str) -> Iterator[Callable[[str], None]]:
     """A transient status line ``description ... elapsed`` on a terminal; yields ``update(text)``, which
     replaces the description (a no-op off a terminal)."""
-    from rich.console import Console
+    from rich.console import Console  # lazy: start-up
 
     console = Console(stderr=True)
     if not console.is_terminal:
         yield lambda text: None
         return
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn  # lazy: start-up
 
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
                   transient=True) as bar:

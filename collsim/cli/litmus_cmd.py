@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from collsim.cli.app import app
+from collsim.userpaths import read_text
 from collsim.cli.options import at_least
 
 __all__ = ["litmus"]
@@ -41,7 +42,6 @@ def litmus(
 ) -> None:
     """Decide every test of FILE under MODEL; exit 0 if all agree with 'expected', else 1."""
     from collsim.errors import InputError
-    from collsim.userpaths import read_text
     from collsim.verify.litmus import evaluate, load_jsonl, summary
     from collsim.verify.models import MEMORY_MODELS
 

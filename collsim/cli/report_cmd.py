@@ -11,6 +11,7 @@ from typing import Any, List, Optional
 import typer
 
 from collsim.cli.app import app
+from collsim.userpaths import check_report_path, read_text
 
 __all__ = ["report", "open_report", "open_or_say", "default_report_path"]
 
@@ -43,8 +44,7 @@ def open_or_say(path: str | Path) -> None:
 
 def _load_verification(path: Path) -> Any:
     from collsim.errors import InputError
-    from collsim.report.data import normalize_verification
-    from collsim.userpaths import read_text
+    from collsim.report.data import normalize_verification  # lazy: start-up
 
     text = read_text(path, what="verdicts file (JSON)", field="--verification")
     try:
@@ -111,7 +111,6 @@ def report(
     """
     from collsim.report import load_results, timelines_for, write_report
     from collsim.tune import check_tolerance
-    from collsim.userpaths import check_report_path
 
     tolerance_pct = check_tolerance(tolerance)
     target = out if out is not None else default_report_path(results)
@@ -121,7 +120,7 @@ def report(
     if verification is not None:
         verdicts = _load_verification(verification)
     else:  # the verdicts on record here, as `collsim run` shows them
-        from collsim.runner.run import recorded_verdicts
+        from collsim.runner.run import recorded_verdicts  # lazy: start-up
 
         verdicts = recorded_verdicts(list(dict.fromkeys(zip(frame["protocol"], frame["algorithm"]))))
     measured_df = _load_measured(list(measured)) if measured else None

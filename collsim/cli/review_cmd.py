@@ -8,6 +8,7 @@ from typing import Any, Optional
 import typer
 
 from collsim.cli.app import app
+from collsim.userpaths import check_output_dir
 
 __all__ = ["review_command"]
 
@@ -80,7 +81,6 @@ def review_command(
     """
     from collsim.errors import InputError
     from collsim.review import run_review, write_review
-    from collsim.userpaths import check_output_dir
 
     check_output_dir(out, field="--out")
     if timeout <= 0:

@@ -8,6 +8,7 @@ from typing import Any, Optional
 import typer
 
 from collsim.cli.app import app
+from collsim.userpaths import check_output_file
 
 __all__ = ["tune"]
 
@@ -16,8 +17,6 @@ _TABLE_SUFFIXES = (".json", ".md")
 
 def _check_output(path: Path, flag: str | None) -> None:
     """Refuse, before any work, an output path that cannot be written (its directory must exist)."""
-    from collsim.userpaths import check_output_file  # lazy: start-up
-
     check_output_file(path, field=flag, make_parents=False)
 
 

@@ -7,6 +7,7 @@ from typing import Any, List, Optional
 import typer
 
 from collsim.cli.app import app
+from collsim.cli.feedback import warn, working
 from collsim.cli.options import executor_option, scheduler_option, workers_option
 
 __all__ = ["verify_command"]
@@ -95,7 +96,6 @@ def verify_command(
         return
     if protocol is None:
         raise InputError("name a protocol (or use --all)", field="protocol")
-    from collsim.cli.feedback import working
 
     with working(f"verifying {protocol}" + (f" ({algorithm})" if algorithm else "") + f" under {model}"):
         result = verify(protocol, algorithm, assume=assume, flag_bits=flag_bits, dependencies=dependencies, **common)
@@ -122,8 +122,6 @@ def _warn_if_large(ranks: int | None, iterations: int | None, lines: int | None,
     dr, di, dn, dt = _DEFAULT_BOUND
     factor = (r / dr) ** 2 * (i / di) * (n / dn) * (t / dt)
     if factor > 4:
-        from collsim.cli.feedback import warn
-
         warn(f"a bound of {r} ranks x {i} iterations x {n} line(s) x {t} thread(s) has about {factor:.0f} times "
              f"the memory events of the default ({dr} x {di} x {dn} x {dt}) and the solver's time grows faster than "
              "that: this can take hours (a protocol's bugs show at small bounds; --timeout limits each property)")
