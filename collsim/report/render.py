@@ -328,7 +328,8 @@ def _summary(groups: list[_Group], data: F.ReportData, verdicts: list[dict[str, 
     lines = [{"protocol": v.protocol, "status": v.status, "parts": v.parts,
               "color": data.colors.get(v.protocol, F.UNMODELLED_COLOR)}
              for v in verdict_lines(data.protocols, verdicts)]
-    return {"groups": out_groups, "verdicts": lines}
+    unverified = any(part.verdict.lower().startswith("not verified") for v in lines for part in v["parts"])
+    return {"groups": out_groups, "verdicts": lines, "unverified": unverified}
 
 
 def _latency_span(first: float, last: float) -> str:

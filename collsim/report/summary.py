@@ -154,8 +154,11 @@ def verdict_lines(protocols: Sequence[str], verdicts: Sequence[Mapping[str, Any]
             status = verdict_class(verdict)
             algorithms = ", ".join(str(v.get("variant")) for v in same if v.get("variant"))
             model = ", ".join(sorted({str(v.get("model")) for v in same if v.get("model")}))
+            # a missing verdict says only where; how to get one is said once, under the lines
+            detail = "" if status == "unknown" and verdict.lower().startswith("not verified") else \
+                str(same[0].get("detail") or "")
             where = "; ".join(x for x in (f"{model}: {algorithms}" if model and algorithms else model or algorithms,
-                                           str(same[0].get("detail") or "")) if x)
+                                           detail) if x)
             needs = sorted({str(h).split(":")[0] for v in same for h in (v.get("hardware") or [])}) \
                 if status == "ok" else []
             parts.append(VerdictPart(verdict, status, where, needs))
