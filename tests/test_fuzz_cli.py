@@ -64,17 +64,22 @@ documents = st.one_of(scenario_docs.map(lambda d: yaml.safe_dump(d, allow_unicod
                       st.sampled_from(["", "- 1\n- 2\n", "topology: [hgx-h100\n", "a: 1\na: 2\n"]))
 
 
-def _run(argv, capsys) -> tuple[int, str, str]:
-    """``collsim ARGV`` in-process, in a directory of its own (whatever it writes goes there)."""
+def _invoke(argv, where: str | Path) -> int:
+    """``collsim ARGV`` in-process with ``where`` as the working directory; its exit status."""
     cwd = os.getcwd()
+    os.chdir(where)
+    try:
+        return main([str(a) for a in argv])
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 1
+    finally:
+        os.chdir(cwd)
+
+
+def _run(argv, capsys) -> tuple[int, str, str]:
+    """``collsim ARGV`` in a directory of its own (whatever it writes goes there)."""
     with tempfile.TemporaryDirectory() as d:
-        os.chdir(d)
-        try:
-            code = main([str(a) for a in argv])
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        finally:
-            os.chdir(cwd)
+        code = _invoke(argv, d)
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -92,16 +97,8 @@ def _scenario_example(text: str, capsys) -> None:
         root = Path(d)
         (root / "taken").write_text("x")
         (root / "s.yaml").write_text(text, encoding="utf-8")
-        argv = ["run", root / "s.yaml", "--model", "analytic", "--no-report", "-q", "--executor", "local"]
-        cwd = os.getcwd()
-        os.chdir(root)
-        try:
-            try:
-                code = main([str(a) for a in argv])
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else 1
-        finally:
-            os.chdir(cwd)
+        code = _invoke(["run", root / "s.yaml", "--model", "analytic", "--no-report", "-q", "--executor", "local"],
+                       root)
         out, err = capsys.readouterr()
         _check(code, out, err, text)
         if code == 2:  # bad input writes nothing
