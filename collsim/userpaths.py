@@ -29,12 +29,15 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from collsim.errors import InputError
+from collsim.errors import CollsimError, InputError, is_interrupt
 
-__all__ = ["check_output_dir", "check_output_file", "check_report_path", "read_text"]
+__all__ = ["check_output_dir", "check_output_file", "check_report_path", "read_text", "removed_unless_done"]
 
 
 def _shown(path: Path | str) -> str:
@@ -175,3 +178,31 @@ def read_text(path: str | os.PathLike[str], *, what: str, field: str | None = No
         line = data[: err.start].count(b"\n") + 1
         raise InputError(f"is not UTF-8 text (byte 0x{data[err.start]:02x} at offset {err.start}), not a {what}",
                          file=str(target), line=line, field=field) from None
+
+
+@contextmanager
+def removed_unless_done(path: str | os.PathLike[str]) -> Iterator[None]:
+    """A directory the block is about to create is removed again if the block is interrupted (Ctrl-C) or
+    fails unexpectedly: a command that writes many files (emitted code, a review) leaves none half
+    written. A deliberate "no" after complete files were written (a :class:`~collsim.errors.CollsimError`:
+    some programs refused, a PTX check that failed) keeps them; a directory that existed before is left
+    as it is.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()) / "out"
+    >>> try:
+    ...     with removed_unless_done(d):
+    ...         d.mkdir(); _ = (d / "half.cu").write_text("x"); raise KeyboardInterrupt
+    ... except KeyboardInterrupt:
+    ...     pass
+    >>> d.exists()
+    False
+    """
+    target = Path(path)
+    existed = os.path.lexists(target)
+    try:
+        yield
+    except BaseException as exc:
+        if not existed and (is_interrupt(exc) or not isinstance(exc, CollsimError)):
+            shutil.rmtree(target, ignore_errors=True)
+        raise

@@ -100,3 +100,13 @@ def test_verify_all_on_a_pool_interrupted(tmp_path):
                                                "--workers", "2"),
                                       cwd=tmp_path, env=_env(tmp_path), when=_busy_after(8.0), timeout_s=180)
     _assert_interrupted(result, tmp_path, tmp_path / "none")
+
+
+@pytest.mark.slow
+def test_review_interrupted_leaves_no_review(tmp_path):
+    """A review writes emitted code before its page: interrupted, the directory it created is gone."""
+    out = tmp_path / "review"
+    result = interrupt_under_terminal(_collsim("review", "ll", "--out", str(out), "--no-cache"), cwd=tmp_path,
+                                      env=_env(tmp_path), when=_busy_after(4.0), timeout_s=120)
+    _assert_interrupted(result, tmp_path, out)
+    assert not out.exists()

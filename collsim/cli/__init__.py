@@ -16,7 +16,7 @@ import typer
 import typer.main
 
 from collsim.cli.app import app
-from collsim.cli.failures import exit_status, guard_command
+from collsim.cli.failures import exit_status, guard_command, interrupts_not_lost
 
 # Importing a module registers its commands.
 from collsim.cli import (  # noqa: F401  (imported for registration)
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else [str(a) for a in argv]
     try:
         group = _group()
-        with group.make_context("collsim", args) as ctx:
+        with interrupts_not_lost(), group.make_context("collsim", args) as ctx:
             group.invoke(ctx)
     except BaseException as exc:  # noqa: BLE001 - every ending is decided in one place
         status = exit_status(exc)

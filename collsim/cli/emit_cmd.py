@@ -11,7 +11,7 @@ import typer
 
 from collsim.cli.app import app
 from collsim.cli.feedback import working
-from collsim.userpaths import check_output_dir
+from collsim.userpaths import check_output_dir, removed_unless_done
 from collsim.errors import InputError, VerificationRefused
 
 __all__ = ["emit_cmd"]
@@ -40,13 +40,19 @@ def emit_cmd(
     Refused (exit 1) unless the verifier's verdict for the protocol and
     algorithm is "holds"; --unverified emits anyway, marked in every file.
     """
-    from collsim.emit import emit, emit_all
-
     if all_ and protocol:
         raise InputError("give a protocol or --all, not both", field="PROTOCOL")
     if not all_ and not protocol:
         raise InputError("missing PROTOCOL (or use --all)", field="PROTOCOL")
     check_output_dir(out, field="--out")
+    with removed_unless_done(out):  # interrupted or refused halfway: no half-written tree
+        _emit(protocol, algorithm, out, all_, unverified, arch, verify, check_ptx)
+
+
+def _emit(protocol: str | None, algorithm: str, out: Path, all_: bool, unverified: bool, arch: str, verify: bool,
+          check_ptx: bool) -> None:
+    from collsim.emit import emit, emit_all  # lazy: start-up
+
     if all_:
         with working("emitting every protocol and algorithm, verifying those without a verdict on record"
                      if verify else "emitting every protocol and algorithm"):

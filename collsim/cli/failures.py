@@ -24,9 +24,12 @@ import errno
 import functools
 import importlib
 import os
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -34,7 +37,7 @@ import click
 from collsim.errors import CollsimError, InputError, is_interrupt
 from collsim.version import __version__
 
-__all__ = ["EXIT_INTERRUPTED", "exit_status", "guard_command", "path_error"]
+__all__ = ["EXIT_INTERRUPTED", "exit_status", "guard_command", "path_error", "interrupts_not_lost"]
 
 #: The status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
 EXIT_INTERRUPTED = 130
@@ -71,7 +74,7 @@ def exit_status(exc: BaseException) -> int:
         _say("collsim: interrupted")
         return EXIT_INTERRUPTED
     if isinstance(exc, CollsimError):
-        _say(f"collsim: error: {exc}")
+        _say("collsim: error: " + " ".join(line.strip() for line in str(exc).splitlines() if line.strip()))
         return exc.exit_code
     if isinstance(exc, _EXIT):
         return int(getattr(exc, "exit_code", 0) or 0)
@@ -178,3 +181,35 @@ def guard_command(command: Any) -> None:
 
     guarded._collsim_guarded = True  # type: ignore[attr-defined]
     command.callback = guarded
+
+
+#: Seconds after which a Ctrl-C that Python dropped is delivered again.
+_REDELIVER_S = 0.02
+
+
+@contextmanager
+def interrupts_not_lost() -> Iterator[None]:
+    """Meanwhile, a Ctrl-C that Python drops is delivered again.
+
+    A ``KeyboardInterrupt`` raised inside a finalizer (``__del__``), a weakref callback or a ctypes callback
+    is "unraisable": Python prints "Exception ignored in ..." and the command runs on as if nothing had
+    been pressed; z3's objects free themselves in ``__del__`` all the time, so a Ctrl-C during a
+    verification often lands there. ``sys.unraisablehook`` sees it first: it sends SIGINT again a moment
+    later (from a timer thread), when the main thread is elsewhere, and prints nothing. Other unraisable
+    errors go to the hook that was in place.
+    """
+    previous = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+            timer = threading.Timer(_REDELIVER_S, os.kill, (os.getpid(), signal.SIGINT))
+            timer.daemon = True
+            timer.start()
+            return
+        previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous

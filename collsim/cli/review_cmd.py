@@ -8,7 +8,7 @@ from typing import Any, Optional
 import typer
 
 from collsim.cli.app import app
-from collsim.userpaths import check_output_dir
+from collsim.userpaths import check_output_dir, removed_unless_done
 
 __all__ = ["review_command"]
 
@@ -99,12 +99,13 @@ def review_command(
     if not compile_:
         argv.append("--no-compile")
     argv += ["--out", str(out)]
-    with _Display(not quiet) as display:
-        result = run_review(protocol, against=[a for a in against.split(",") if a.strip()], topology=topology,
-                            ranks=ranks, sizes=sizes, algorithm=algorithm, out_dir=out, timeout=timeout,
-                            use_cache=cache, compile=compile_, verify_ranks=verify_ranks,
-                            verify_iterations=verify_iterations, progress=display, argv=argv)
-    page, doc = write_review(result, out)
+    with removed_unless_done(out):  # interrupted: no half-written review
+        with _Display(not quiet) as display:
+            result = run_review(protocol, against=[a for a in against.split(",") if a.strip()], topology=topology,
+                                ranks=ranks, sizes=sizes, algorithm=algorithm, out_dir=out, timeout=timeout,
+                                use_cache=cache, compile=compile_, verify_ranks=verify_ranks,
+                                verify_iterations=verify_iterations, progress=display, argv=argv)
+        page, doc = write_review(result, out)
     from collsim.review.page import verdict_lines
 
     headline, _ = verdict_lines(result)

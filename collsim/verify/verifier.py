@@ -48,6 +48,7 @@ from collsim.verify.properties import (
     torn,
 )
 from collsim.verify.report import Counterexample, build_counterexample
+from collsim.verify.solver import raise_if_interrupted
 
 __all__ = [
     "Bound",
@@ -327,6 +328,8 @@ class _Checker:
         if base_check:
             t = time.perf_counter()
             base = s.check()
+            if base == z3.unknown:
+                raise_if_interrupted(s, elapsed_s=time.perf_counter() - t, timeout_s=self.timeout)
             if base != z3.sat:
                 vacuous = ("no execution in which every thread finishes exists within the bound (see hang)"
                            if base == z3.unsat else f"solver gave up on the program itself: {s.reason_unknown()}")
@@ -342,6 +345,7 @@ class _Checker:
             try:
                 r = s.check(q.formula)
             except z3.Z3Exception as exc:  # pragma: no cover - interrupted
+                raise_if_interrupted(s, exc)
                 out[q.property] = PropertyResult(q.property, "unknown", self.bound, time.perf_counter() - t,
                                                  f"z3 error: {exc}")
                 continue
@@ -349,7 +353,8 @@ class _Checker:
             seconds = time.perf_counter() - t + build / max(1, len(queries))
             reason = None
             cex = None
-            if status == "unknown":
+            if status == "unknown":  # Ctrl-C stopped z3: the command stops, no "unknown" verdict
+                raise_if_interrupted(s, elapsed_s=time.perf_counter() - t, timeout_s=self.timeout)
                 reason = s.reason_unknown() or "unknown"
                 if "timeout" in reason or "canceled" in reason:
                     reason = f"timeout after {self.timeout:g} s"
