@@ -25,7 +25,7 @@ from collsim.emit.package import write_program
 from collsim.emit.plan import iter_nodes
 from collsim.emit.ptxcheck import check_ptx
 from collsim.emit.toolchain import compile_ptx, find_nvcc
-from collsim.errors import CollsimError, InputError, ProtocolDefinitionError, UnsupportedError
+from collsim.errors import CollsimError, InputError, ProtocolDefinitionError, UnsupportedError, is_interrupt
 from collsim.ir.checks import ProgramCheckError, check_program
 from collsim.ir.ops import Loop
 from collsim.ir.origin import shown_path
@@ -108,6 +108,8 @@ def check_algorithms(proto: Protocol, algorithms: Sequence[str], shown: str) -> 
             msg = getattr(err, "message", str(err))
             raise ProtocolDefinitionError(f"{alg}: {msg}", file=shown) from None
         except Exception as err:  # collsim's own code failed on this protocol: still name the protocol
+            if is_interrupt(err):
+                raise
             raise ProtocolDefinitionError(f"{alg}: {type(err).__name__}: {err}", file=shown) from None
         try:
             check_program(program, source=shown)
@@ -393,6 +395,8 @@ def _emit(review: Review, progress: Progress, out_dir: Path, compile_: bool) -> 
             except CollsimError as err:
                 run.error = str(err)[:4000]
             except Exception as err:  # e.g. a timeout: reported, not fatal
+                if is_interrupt(err):
+                    raise
                 run.error = f"{type(err).__name__}: {err}"[:4000]
         run.seconds = time.perf_counter() - start
         review.emits.append(run)

@@ -26,7 +26,7 @@ from typing import Any, Iterable
 
 import z3
 
-from collsim.errors import InputError
+from collsim.errors import InputError, is_interrupt
 from collsim.ir.assumptions import get_assumption
 from collsim.ir.protocol import Protocol
 from collsim.ir.registry import list_mutants, list_protocols, load_protocol
@@ -647,7 +647,9 @@ def _previous_seconds(job: tuple[str, str, dict[str, Any]]) -> float | None:
     name, algorithm, kwargs = job
     try:
         plan = _plan(name, algorithm, **{k: v for k, v in kwargs.items() if k not in ("timeout", "use_cache")})
-    except Exception:  # noqa: BLE001 - only a hint; the job itself will report the problem
+    except Exception as exc:  # noqa: BLE001 - only a hint; the job itself will report the problem
+        if is_interrupt(exc):
+            raise
         return None
     cached = _cache.load(plan.key)
     seconds = cached.get("seconds") if cached else None
@@ -680,6 +682,8 @@ def _all_jobs(only: Iterable[str] | None, algorithm: str | None, common: dict[st
         try:
             proto = load_protocol(name)
         except Exception as exc:  # noqa: BLE001 - reported as this run's failure; the others still run
+            if is_interrupt(exc):
+                raise
             kind = kind or "protocol"
             jobs.append((kind, FailedRun(name, algorithm or "-", kind, f"{type(exc).__name__}: {exc}")))
             continue
