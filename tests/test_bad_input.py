@@ -295,3 +295,23 @@ def test_the_corpus_covers_every_command():
     tried = {argv[0] for _, _, argv, _, _ in CASES}
     assert len(CASES) >= 60
     assert commands - tried <= {"topologies"}, commands - tried  # `collsim topologies` takes no input
+
+
+def test_run_names_the_protocol_line_that_failed_to_build_a_program(collsim_cli, tmp_path, monkeypatch):
+    """A shipped protocol whose exchange() raises (as an edited protocols/*.py would): the run stops with the
+    protocol's file, line and algorithm, exit 2, writes nothing, and does not retry the rows as failures."""
+    from collsim.ir.registry import protocol_class
+
+    def exchange(self, b, ex):
+        raise ValueError("depth must divide the ring")
+
+    line = exchange.__code__.co_firstlineno + 1
+    monkeypatch.setattr(protocol_class("ll"), "exchange", exchange)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.yaml").write_text(SCENARIO.replace("model: analytic\n", "model: des\n"), encoding="utf-8")
+    code, out, err = collsim_cli("run", "s.yaml", "--executor", "local")
+    assert code == 2 and "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("collsim: error: "), err
+    assert lines[0].endswith(f"{Path(__file__).name}:{line}: one-shot: ValueError: depth must divide the ring"), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
