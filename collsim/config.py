@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 from collsim.errors import InputError
 from collsim.algorithms import ALGORITHMS
 from collsim.ir.registry import load_protocol
-from collsim.units import parse_ranks, parse_size
+from collsim.units import format_size, parse_ranks, parse_size
 
 __all__ = [
     "LAUNCH_MODES",
@@ -53,6 +53,9 @@ __all__ = [
     "check_channels",
     "check_size",
     "check_size_elements",
+    "check_size_fits",
+    "check_channels_fit",
+    "MAX_CHANNELS",
     "resolve_topology",
     "resolve_protocol",
     "unsupported_reason",
@@ -80,6 +83,10 @@ DTYPES: dict[str, int] = {
 
 #: Reduction operators (nccl-tests' ``redop`` names).
 OPS: tuple[str, ...] = ("sum", "prod", "min", "max", "avg")
+
+#: Most channels one collective can use: NCCL's ``MAXCHANNELS`` (64, ``src/include/device.h``; also its
+#: default ``maxCTAs``). A channel is one CTA, so a GPU's SM count caps it too (:func:`check_channels_fit`).
+MAX_CHANNELS = 64
 
 
 # ---------------------------------------------------------------------------
@@ -158,6 +165,34 @@ def check_channels(value: Any) -> int | None:
         raise InputError(f"channels must be at least 1 (or unset, to choose like NCCL), got {value}",
                          field="channels")
     return value
+
+
+def check_channels_fit(channels: int | None, topology: Any, ranks: int) -> None:
+    """``channels`` CTAs can run at once on GPUs ``0 .. ranks-1``: at most :data:`MAX_CHANNELS` and at most
+    the SM count of the smallest of them (each channel is one CTA, all resident together)."""
+    if channels is None:
+        return
+    gpus = [topology.gpu_info(rank) for rank in range(min(ranks, topology.num_gpus))] or [topology.gpu_info(0)]
+    smallest = min(gpus, key=lambda g: g["sm_count"])
+    limit = min(MAX_CHANNELS, int(smallest["sm_count"]))
+    if channels > limit:
+        raise InputError(
+            f"{channels} channels requested; at most {limit}: a channel is one CTA, NCCL runs at most "
+            f"{MAX_CHANNELS} (MAXCHANNELS) and a {smallest['model']} has {smallest['sm_count']} SMs",
+            field="channels")
+
+
+def check_size_fits(size: int, topology: Any) -> None:
+    """``size`` bytes per rank fit in the memory of a GPU of ``topology`` (the largest among its GPUs)."""
+    from collsim.topology.catalog import gpu_memory_bytes  # lazy: the topology package imports networkx
+
+    models = sorted({topology.gpu_info(rank)["model"] for rank in range(topology.num_gpus)})
+    limit, model = max((gpu_memory_bytes(m), m) for m in models)
+    if size > limit:
+        raise InputError(
+            f"{format_size(size)} per rank does not fit in a GPU's memory: the largest GPU of "
+            f"{topology.name!r} ({model}) holds {format_size(limit)}, and each rank's buffer lives there",
+            field="size")
 
 
 def check_size_elements(size: int, dtype: str) -> None:
@@ -284,10 +319,19 @@ class RunConfig(BaseModel):
         check_ranks_fit(count, info.data["topology"])
         return count
 
+    @field_validator("channels", mode="after")
+    @classmethod
+    def _channels_fit(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if "ranks" in info.data:
+            check_channels_fit(value, info.data["topology"], info.data["ranks"])
+        return value
+
     @field_validator("size_bytes", mode="before")
     @classmethod
     def _size(cls, value: Any, info: ValidationInfo) -> int:
-        return check_size(value, info.data["dtype"])
+        size = check_size(value, info.data["dtype"])
+        check_size_fits(size, info.data["topology"])
+        return size
 
     @property
     def elem_bytes(self) -> int:

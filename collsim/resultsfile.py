@@ -3,7 +3,12 @@
 A run writes ``results.csv`` (one row per topology × ranks × algorithm ×
 protocol × launch × size, fixed float precision, nothing time-dependent, so
 the same scenario gives byte-identical files) and ``results.json`` (the same
-rows plus metadata). A scenario with ``sweep:`` writes one such pair per
+rows plus metadata, and a ``run`` section: when the run started and which
+collsim made it). The ``run`` section describes the run, not its results:
+it is the only part of either file that differs between two runs of one
+scenario, and tools that compare results ignore it (:func:`without_run`).
+``SOURCE_DATE_EPOCH`` (seconds since 1970, the reproducible-builds
+convention) fixes its date. A scenario with ``sweep:`` writes one such pair per
 combination of the swept cost parameters, in a subdirectory named after it
 (``poll_period_us=0.05,remote_write_us=0.4/``), plus ``sweep.csv`` listing
 the combinations, their directories and counts (:func:`format_sweep`).
@@ -35,6 +40,7 @@ import json
 import math
 import os
 import re
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +57,9 @@ __all__ = [
     "COLUMNS",
     "FLOAT_FORMAT",
     "IDENTITY_COLUMNS",
+    "RUN_KEY",
+    "run_section",
+    "without_run",
     "SWEEP_INDEX_COLUMNS",
     "Skipped",
     "Failed",
@@ -182,6 +191,34 @@ class Failed:
         return text + (f" ({', '.join(extra)})" if extra else "")
 
 
+#: The key of results.json's section about the run itself (see the module docstring).
+RUN_KEY = "run"
+
+
+def run_section(now: float | None = None) -> dict[str, Any]:
+    """``{"date": ..., "collsim_version": ...}``: when a run started (UTC, ISO 8601, to the second) and the
+    collsim that made it. ``SOURCE_DATE_EPOCH``, when set, is the date; else ``now`` (default: the clock).
+
+    >>> run_section(now=0.0)["date"]
+    '1970-01-01T00:00:00Z'
+    """
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    when = int(epoch) if epoch.isdigit() else int(time.time() if now is None else now)
+    return {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when)), "collsim_version": __version__}
+
+
+def without_run(text: str | Mapping[str, Any]) -> dict[str, Any]:
+    """A results.json document (text or parsed) without its ``run`` section: what two runs of the same
+    scenario agree on, to the byte of every value.
+
+    >>> without_run('{"rows": [], "run": {"date": "2024-01-01T00:00:00Z"}}')
+    {'rows': []}
+    """
+    doc = json.loads(text) if isinstance(text, str) else dict(text)
+    doc.pop(RUN_KEY, None)
+    return doc
+
+
 def format_value(key: str, value: Any) -> str:
     """One cell of results.csv: empty for ``None``, the column's fixed precision for a float column."""
     if value is None:
@@ -227,13 +264,15 @@ def format_json(
     skipped: Sequence[Skipped],
     failed: Sequence[Failed] = (),
     sweep_point: Mapping[str, Any] | None = None,
+    run: Mapping[str, Any] | None = None,
 ) -> str:
-    """results.json as text: metadata plus the rows (same precision as the CSV), no timestamps.
+    """results.json as text: metadata plus the rows (same precision as the CSV), then ``run``, if given.
 
     ``failed`` lists the rows whose model kept raising (configuration,
     ``error``, ``attempts``); nothing in the file says where rows ran.
     ``sweep_point``, for one combination of a sweep, is recorded as such
     (``scenario`` and ``costs`` are then those of the combination).
+    ``run`` (:func:`run_section`) is the only time-dependent part.
     """
     columns = COLUMNS
 
@@ -253,6 +292,7 @@ def format_json(
         "skipped": [s.to_dict() for s in skipped],
         "failed": [_jsonable(f.to_dict()) for f in failed],
         "rows": [_rounded(r, columns) for r in records],
+        **({RUN_KEY: dict(run)} if run is not None else {}),
     }
     return json.dumps(doc, indent=2) + "\n"
 
@@ -305,6 +345,7 @@ def format_sweep(
     failed: Sequence[Failed],
     points: Sequence[tuple[tuple[str, Any], ...]],
     directories: Sequence[str],
+    run: Mapping[str, Any] | None = None,
 ) -> dict[str, str]:
     """results.csv/json per sweep point (in its directory) and the sweep.csv index.
 
@@ -331,7 +372,8 @@ def format_sweep(
         ]
         view = dataclasses.replace(scenario, costs=scenario.costs_for(point), sweep=())
         files[f"{directory}/results.csv"] = format_csv(mine)
-        files[f"{directory}/results.json"] = format_json(view, model, mine, skipped, lost, sweep_point=dict(point))
+        files[f"{directory}/results.json"] = format_json(view, model, mine, skipped, lost, sweep_point=dict(point),
+                                                             run=run)
         writer.writerow(
             [number, *(format_value("", v) for _, v in point), directory, len(mine), sum(s.rows for s in skipped), len(lost)]
         )
@@ -521,6 +563,9 @@ def _read_csv(path: Path) -> pd.DataFrame:
         raise InputError(f"not a readable CSV ({' '.join(str(err).split())})", file=source) from None
     extra = [c for c in frame.columns if c not in COLUMNS]
     missing = [c for c in COLUMNS if c not in frame.columns]
+    if {"size_bytes", "time_us"} <= set(frame.columns) and "latency_us" not in frame.columns:
+        raise InputError("is a measurement table, not simulated results: give results.csv or results.json of "
+                         "'collsim run', and this file as --measured to overlay it", file=source)
     if missing or extra:
         parts = []
         if missing:

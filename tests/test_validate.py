@@ -58,14 +58,14 @@ def test_validate_cli_markdown_and_exit_codes(measured, collsim_cli, tmp_path):
     code, _, err = collsim_cli("validate", "--measured", tmp_path / "missing.csv", "--model", "analytic")
     assert code == 2 and err.count("\n") == 1
     code, _, err = collsim_cli("validate", "--measured", measured, "--folds", "1")
-    assert code == 2 and "--folds must be at least 2" in err
+    assert code == 2 and "--folds: needs at least 2 folds, got" in err
 
 
 def test_default_path_missing_is_a_clear_error(monkeypatch):
     import collsim.calibrate.validate as mod
 
     monkeypatch.setattr(mod, "DEFAULT_MEASURED", "../no/such/dir/allreduce_measured.csv")
-    with pytest.raises(InputError, match="pass --measured PATH"):
+    with pytest.raises(InputError, match="pass --measured FILE"):
         mod.default_measured_path()
 
 

@@ -1,7 +1,6 @@
 """``collsim tune``: an NCCL tuner config and a decision table from simulated or measured winners."""
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -11,27 +10,16 @@ import typer
 from collsim.cli.app import app
 from collsim.errors import CollsimError, InputError
 from collsim.units import format_size
+from collsim.userpaths import check_output_file
 
 __all__ = ["tune"]
 
 _TABLE_SUFFIXES = (".json", ".md")
 
 
-def _check_output(path: Path, flag: str | None, *, parent_may_be_made: bool = False) -> None:
-    """Refuse, before any work, an output path that cannot be written."""
-    if path.is_dir():
-        raise InputError("is a directory; give a file name", file=str(path), field=flag)
-    if len(os.fsencode(path.name)) > 255:
-        raise InputError("file name too long (more than 255 bytes)", file=str(path)[:80] + "...", field=flag)
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.exists():
-        if parent_may_be_made:
-            return
-        raise InputError(f"directory {parent} does not exist", file=str(path), field=flag)
-    if not parent.is_dir():
-        raise InputError(f"{parent} is not a directory", file=str(path), field=flag)
-    if not os.access(parent, os.W_OK):
-        raise InputError(f"directory {parent} is not writable", file=str(path), field=flag)
+def _check_output(path: Path, flag: str | None) -> None:
+    """Refuse, before any work, an output path that cannot be written (its directory must exist)."""
+    check_output_file(path, field=flag, make_parents=False)
 
 
 def _run_scenario(path: Path, *, model: str | None, launch: str | None, nodes: int, progress: bool,

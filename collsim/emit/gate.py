@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from collsim.errors import is_interrupt
+
 __all__ = ["MODEL", "VerificationStatus", "verification_status", "status_of"]
 
 #: The memory model the emitted code is checked against.
@@ -60,5 +62,7 @@ def verification_status(protocol: str, algorithm: str, *, solve: bool = False) -
     try:
         result = verdict_for(protocol, algorithm, model=MODEL, solve=solve)
     except Exception as err:  # noqa: BLE001 - a verifier failure must not look like a proof
+        if is_interrupt(err):
+            raise
         return VerificationStatus("not verified", f"the verifier failed: {type(err).__name__}: {err}")
     return status_of(result, protocol, algorithm)

@@ -32,6 +32,7 @@ from collsim.verify.events import Event as ModelEvent
 from collsim.verify.events import Placement, Program, rmw_result
 from collsim.verify.instance import Bounds, EventKind, InstrKind, Lin, VerifyEvent, VerifyInstance, VerifyInstr
 from collsim.verify.properties import Execution
+from collsim.verify.solver import raise_if_interrupted
 
 __all__ = ["Unsupported", "Converted", "to_instance", "to_event_program", "native_exists", "native_outcomes",
            "final_values"]
@@ -171,7 +172,10 @@ def native_exists(program: Program, outcome: Any, model: str = "ptx",
     s.add(conv.assumptions)
     s.add(final_values(ex, conv, program))
     s.add(conv.term(outcome))
-    return str(s.check())
+    status = s.check()
+    if status == z3.unknown:
+        raise_if_interrupted(s)
+    return str(status)
 
 
 def native_outcomes(program: Program, terms: dict[str, Any], model: str = "ptx",
@@ -188,6 +192,7 @@ def native_outcomes(program: Program, terms: dict[str, Any], model: str = "ptx",
     while len(found) < limit:
         status = s.check()
         if status == z3.unknown:
+            raise_if_interrupted(s)
             raise TimeoutError(s.reason_unknown())
         if status == z3.unsat:
             break

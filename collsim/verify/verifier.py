@@ -26,7 +26,7 @@ from typing import Any, Iterable
 
 import z3
 
-from collsim.errors import InputError
+from collsim.errors import InputError, is_interrupt
 from collsim.executors import check_executor_options, map_tasks
 from collsim.ir.assumptions import get_assumption
 from collsim.ir.protocol import Protocol
@@ -49,6 +49,7 @@ from collsim.verify.properties import (
     torn,
 )
 from collsim.verify.report import Counterexample, build_counterexample
+from collsim.verify.solver import raise_if_interrupted
 
 __all__ = [
     "Bound",
@@ -328,6 +329,8 @@ class _Checker:
         if base_check:
             t = time.perf_counter()
             base = s.check()
+            if base == z3.unknown:
+                raise_if_interrupted(s, elapsed_s=time.perf_counter() - t, timeout_s=self.timeout)
             if base != z3.sat:
                 vacuous = ("no execution in which every thread finishes exists within the bound (see hang)"
                            if base == z3.unsat else f"solver gave up on the program itself: {s.reason_unknown()}")
@@ -343,6 +346,7 @@ class _Checker:
             try:
                 r = s.check(q.formula)
             except z3.Z3Exception as exc:  # pragma: no cover - interrupted
+                raise_if_interrupted(s, exc)
                 out[q.property] = PropertyResult(q.property, "unknown", self.bound, time.perf_counter() - t,
                                                  f"z3 error: {exc}")
                 continue
@@ -350,7 +354,8 @@ class _Checker:
             seconds = time.perf_counter() - t + build / max(1, len(queries))
             reason = None
             cex = None
-            if status == "unknown":
+            if status == "unknown":  # Ctrl-C stopped z3: the command stops, no "unknown" verdict
+                raise_if_interrupted(s, elapsed_s=time.perf_counter() - t, timeout_s=self.timeout)
                 reason = s.reason_unknown() or "unknown"
                 if "timeout" in reason or "canceled" in reason:
                     reason = f"timeout after {self.timeout:g} s"
@@ -630,7 +635,9 @@ def _previous_seconds(job: tuple[str, str, dict[str, Any]]) -> float | None:
     name, algorithm, kwargs = job
     try:
         plan = _plan(name, algorithm, **{k: v for k, v in kwargs.items() if k not in ("timeout", "use_cache")})
-    except Exception:  # noqa: BLE001 - only a hint; the job itself will report the problem
+    except Exception as exc:  # noqa: BLE001 - only a hint; the job itself will report the problem
+        if is_interrupt(exc):
+            raise
         return None
     cached = _cache.load(plan.key)
     seconds = cached.get("seconds") if cached else None
@@ -663,6 +670,8 @@ def _all_jobs(only: Iterable[str] | None, algorithm: str | None, common: dict[st
         try:
             proto = load_protocol(name)
         except Exception as exc:  # noqa: BLE001 - reported as this run's failure; the others still run
+            if is_interrupt(exc):
+                raise
             kind = kind or "protocol"
             jobs.append((kind, FailedRun(name, algorithm or "-", kind, f"{type(exc).__name__}: {exc}")))
             continue
@@ -671,7 +680,10 @@ def _all_jobs(only: Iterable[str] | None, algorithm: str | None, common: dict[st
         if kind == "protocol":
             if algorithm and algorithm not in proto.algorithms:
                 continue
-            jobs.append((kind, (name, algorithm or proto.algorithms[0], dict(common))))
+            # all of them: every program the protocol has, the ones `collsim emit --all` prints; a chosen few
+            # (``only``): each under its first algorithm
+            for alg in [algorithm] if algorithm else list(proto.algorithms) if only is None else proto.algorithms[:1]:
+                jobs.append((kind, (name, alg, dict(common))))
         else:
             alg = algorithm if algorithm in proto.algorithms else proto.algorithms[0]
             jobs.append((kind, (name, alg, {**common, "dependencies": False})))
@@ -683,7 +695,9 @@ def verify_all(*, algorithm: str | None = None, model: str = "ptx", ranks: int |
                use_cache: bool = True, only: Iterable[str] | None = None, executor: Any = "local",
                workers: int | None = None, scheduler: str | None = None, progress: Any = None,
                **kwargs: Any) -> Summary:
-    """Verify every shipped protocol (under ``algorithm``, or its first) and catch every mutant.
+    """Verify every shipped protocol (under ``algorithm``, or under each algorithm it has: every program
+    ``collsim emit --all`` prints) and catch every mutant (under ``algorithm`` where it has it, else its first);
+    with ``only``, each protocol named is verified under ``algorithm`` or its first.
 
     The runs go through :func:`collsim.executors.map_tasks`, so they can be
     spread over processes or a Dask cluster; verdicts and their order do not
