@@ -36,7 +36,7 @@ pytestmark = [
 SHIPPED = [(name, alg) for name in list_protocols() for alg in load_protocol(name).algorithms]
 #: one program per layout kind / mechanism, compiled in the default run
 DEFAULT = [("ll", "one-shot"), ("ll128", "one-shot"), ("sentinel", "two-shot"), ("simple", "ring"),
-           ("ll128-atomic", "one-shot"), ("barrier", "two-shot")]
+           ("atomic-counter", "one-shot"), ("barrier", "two-shot")]
 DEFAULT_MUTANT = "mutant-ll-split-flag"
 
 
@@ -135,7 +135,7 @@ def test_mutant_with_partial_stores_compiles_and_checks(default_build):
 
 
 def test_weakened_ptx_is_caught(default_build):
-    _, ptx, emitted = default_build[("ll128-atomic", "one-shot", "sm_90")]
+    _, ptx, emitted = default_build[("atomic-counter", "one-shot", "sm_90")]
     text = ptx.read_text()
     assert "red.release.sys.global.add.u64" in text
     report = check_ptx(emitted.plan, text.replace("red.release.sys.global.add.u64", "red.relaxed.sys.global.add.u64"))
@@ -162,7 +162,7 @@ def test_harness_links_and_prints_usage_without_a_gpu(compiler, default_build):
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make not on PATH")
 def test_makefile_refuses_an_arch_the_program_cannot_use(compiler):
-    directory, _ = compiler.emit("ll128-atomic", "one-shot", "sm_90")
+    directory, _ = compiler.emit("atomic-counter", "one-shot", "sm_90")
     proc = subprocess.run(["make", "-n", "ARCH=sm_80"], cwd=directory, capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0 and "cannot be built for sm_80" in proc.stderr
     ok = subprocess.run(["make", "-n"], cwd=directory, capture_output=True, text=True, timeout=60)

@@ -94,7 +94,8 @@ def test_shipped_protocol_holds_under_ptx_at_3_ranks_2_iterations(name):
     ("sentinel", {"store-16B-untorn", "data-domain"}),
     ("barrier", set()),
     ("simple", set()),
-    ("ll128-atomic", set()),
+    ("atomic-counter", set()),
+    ("ll128-atomic", {"line-128B-reductions-ordered"}),
 ])
 def test_depends_on_report(name, needed):
     r = _verified(name)
