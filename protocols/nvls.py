@@ -29,8 +29,8 @@ class NVLS(Protocol):
     no hardware assumption: every access is a PTX store, load or atomic on
     each copy. Needs NVSwitch multicast and reductions (sm_90, NVLink
     SHARP). Scratch per rank: ``2 × MSG`` staging (+ ``MSG`` results for
-    two-shot) and one 4-byte counter, each rounded up to the multicast
-    granularity. Sources: NCCL src/device/symmetric/all_reduce.cuh
+    two-shot) and a 4-byte counter per barrier of a launch, each rounded up
+    to the multicast granularity. Sources: NCCL src/device/symmetric/all_reduce.cuh
     (RSxLDMC_AGxSTMC), src/include/nccl_device/impl/lsa_barrier__funcs.h;
     NVIDIA/nccl contrib/custom_algos/allreduce (oneshot_mc,
     twoshot_mc_simple); PyTorch symmetric memory multimem_all_reduce_ and
@@ -51,11 +51,11 @@ class NVLS(Protocol):
 
     def buffers(self, transfer_bytes: Expr) -> tuple[Buffer, ...]:
         lines = ceil_div(MSG, LAYOUT.data_bytes)
-        return (
-            Buffer("staged", LAYOUT, depth=self.params["depth"], regions=1, lines=lines, multicast=True),
-            Buffer("results", LAYOUT, depth=1, regions=1, lines=lines, multicast=True),
-            multicast_counter_buffer(counters=2),  # one per exchange of a launch (two-shot has two)
-        )
+        staged = Buffer("staged", LAYOUT, depth=self.params["depth"], regions=1, lines=lines, multicast=True)
+        if transfer_bytes == MSG:  # one send moves the whole message: one-shot, no all-gather, one barrier
+            return (staged, multicast_counter_buffer(counters=1))
+        results = Buffer("results", LAYOUT, depth=1, regions=1, lines=lines, multicast=True)
+        return (staged, results, multicast_counter_buffer(counters=2))  # a counter per exchange
 
     def _barrier(self, b: ProgramBuilder, phase: Expr, label: str) -> None:
         # one barrier per exchange, each on its own counter (phase), used once per launch

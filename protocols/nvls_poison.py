@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from collsim.ir.buffers import Buffer
-from collsim.ir.expr import ITER, MSG, NRANKS, RANK, Expr, ceil_div
+from collsim.ir.expr import ITER, MSG, RANK, Expr, ceil_div
+from collsim.ir.library import multicast_counter_buffer
 from collsim.ir.ops import Fill, MulticastRef, MultimemStore, NotEqual, PollUntil, Ref
 from collsim.ir.program import ProgramBuilder
 from collsim.ir.protocol import DataDomain, Exchange, Recv
@@ -42,10 +43,10 @@ class NVLSPoison(NVLS):
     default_params = {**NVLS.default_params, "results_depth": 3, "repoison_offset": 2, "repoison": True}
 
     def buffers(self, transfer_bytes: Expr) -> tuple[Buffer, ...]:
-        staged, _results, counters = super().buffers(transfer_bytes)
+        staged = super().buffers(transfer_bytes)[0]
         results = Buffer("results", SENTINEL_LINE, depth=self.params["results_depth"], regions=1,
                          lines=ceil_div(MSG, SENTINEL_LINE.data_bytes), init="sentinel", multicast=True)
-        return (staged, results, counters)
+        return (staged, results, multicast_counter_buffer(counters=1))  # the one barrier of a launch
 
     def _results(self, slot: Expr, offset: Expr, nbytes: Expr) -> tuple[Expr, Expr, Expr]:
         return slot % self.params["results_depth"], *self._lines(offset, nbytes)

@@ -19,6 +19,7 @@ import pandas as pd
 
 from collsim.atomicfile import atomic_write_text
 from collsim.report import figures as F
+from collsim.report.protocol_facts import protocol_rows
 from collsim.report.data import (
     FLOAT_COLUMNS,
     INT_COLUMNS,
@@ -351,6 +352,7 @@ def build_report(
         table=_table(frame),
         timelines=[t["title"] for t in timelines],
         verification=_verification(verdicts),
+        protocols=protocol_rows(frame),
         measured=_measured_summary(measured_df),
         limits=limits,
         chosen_sizes=[F.size_label(s) for s in chosen],
