@@ -14,11 +14,11 @@ from collsim.emit.package import STATIC_FILES
 from collsim.emit.plan import iter_nodes, plan_for
 from collsim.emit.ptxcheck import check_ptx
 from collsim.errors import InputError, VerificationRefused
-from collsim.ir.ops import Atomic, Fence, Load, Loop, PollUntil, Store
+from collsim.ir.ops import Atomic, Fence, Load, Loop, MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, Store
 from collsim.ir.registry import list_mutants, list_protocols, load_protocol
 
 SHIPPED = [(name, alg) for name in list_protocols() for alg in load_protocol(name).algorithms]
-MEMORY_OPS = (Store, Load, PollUntil, Fence, Atomic)
+MEMORY_OPS = (Store, Load, PollUntil, Fence, Atomic, MultimemLoadReduce, MultimemStore, MultimemRed)
 EMIT_DIR = Path(__file__).resolve().parents[1] / "collsim" / "emit"
 
 

@@ -23,8 +23,9 @@ def test_every_shipped_program_is_well_formed(name, algorithm):
     check_program(generate(load_protocol(name), algorithm))
 
 
-def test_six_protocols_ship():
-    assert list_protocols() == ["barrier", "ll", "ll128", "atomic-counter", "sentinel", "simple"]
+def test_the_shipped_protocols():
+    assert list_protocols() == ["atomic-counter", "barrier", "ll", "ll128", "ll128-atomic", "ll128-atomic-nvls", "nvls",
+                                "nvls-poison", "sentinel", "simple"]
 
 
 def test_unsupported_combination_lists_what_can_run():
