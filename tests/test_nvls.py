@@ -138,6 +138,13 @@ def test_the_line_design_needs_its_assumption_where_the_counter_design_needs_non
     assert "stale-read" in without.violated and without.results["stale-read"].counterexample is not None
 
 
+def test_the_line_design_also_holds_under_sc():
+    # its reset is ordered after the contributors' reductions only by observing the same element through
+    # the poll (observation; po-loc), which the sc encoding must count as it does under ptx
+    r = verify("ll128-atomic", "one-shot", model="sc", use_cache=False, dependencies=False)
+    assert r.ok, r.render(counterexamples=False)
+
+
 def test_two_result_slots_suffice_while_the_poison_two_shot_keeps_its_barrier():
     two = type(load_protocol("nvls-poison"))(results_depth=2, repoison_offset=1)
     assert verify(two, "two-shot", use_cache=False, dependencies=False).ok
