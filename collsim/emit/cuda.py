@@ -335,21 +335,26 @@ class KernelGenerator(OpVisitor):
             raise EmitError(f"{self.program.protocol}/{self.program.algorithm}: register {name!r} is not declared "
                             "in Program.registers, so the emitter cannot size its scratch") from None
 
-    def ref_base(self, ref: Ref, node: EmitNode) -> str:
-        """Declare o_owner/o_base/o_lines for ``ref`` (the address of its first line)."""
+    def ref_base(self, ref: Ref | MulticastRef, node: EmitNode) -> str:
+        """Declare o_slot/o_region/o_line0/o_lines and the address of ``ref``'s first line: ``o_base`` in its
+        owner's copy (``o_owner``), or ``o_mc`` through the buffer's multicast mapping."""
+        multicast = isinstance(ref, MulticastRef)
         b = self.buf(ref.buffer)
         lp = self.plan.layouts[ref.buffer]
         o = self.out
-        o(f"const long long o_owner = {_c(ref.rank)};")
+        if not multicast:
+            o(f"const long long o_owner = {_c(ref.rank)};")
         o(f"const long long o_slot = {_c(ref.slot)};")
         o(f"const long long o_region = {_c(ref.region)};")
         o(f"const long long o_line0 = {_c(ref.line)};")
         o(f"const long long o_lines = {_c(ref.lines)};")
         depth = self.program.buffer(ref.buffer).depth
-        o(f"COLLSIM_CHECK_REF({node.id}, o_owner, nranks, o_slot, {depth}, o_region, R_{b}, o_line0, o_lines, L_{b});")
-        o(f"char* const o_base = p.buf[{b}][o_owner] + (long long)chan * p.buf_stride[{b}]"
+        owner, owners = ("0", "1") if multicast else ("o_owner", "nranks")
+        o(f"COLLSIM_CHECK_REF({node.id}, {owner}, {owners}, o_slot, {depth}, o_region, R_{b}, o_line0, o_lines, L_{b});")
+        name, mapping = ("o_mc", f"p.mc[{b}]") if multicast else ("o_base", f"p.buf[{b}][o_owner]")
+        o(f"char* const {name} = {mapping} + (long long)chan * p.buf_stride[{b}]"
           f" + ((o_slot * R_{b} + o_region) * L_{b} + o_line0) * {lp.line_bytes};")
-        return "o_base"
+        return name
 
     def source_ptr(self, src, node: EmitNode) -> str | None:
         if isinstance(src, Input):
@@ -751,21 +756,6 @@ class KernelGenerator(OpVisitor):
         self._reduction_lines(node, op, lp, "red", f"{mnemonic}{quals}", lambda: self.lane_addr(lp, base), None)
 
     # -- multimem -------------------------------------------------------------
-    def mc_base(self, ref: MulticastRef, node: EmitNode) -> str:
-        """Declare o_slot/o_region/o_line0/o_lines and o_mc, the multicast address of ``ref``'s first line."""
-        b = self.buf(ref.buffer)
-        lp = self.plan.layouts[ref.buffer]
-        o = self.out
-        o(f"const long long o_slot = {_c(ref.slot)};")
-        o(f"const long long o_region = {_c(ref.region)};")
-        o(f"const long long o_line0 = {_c(ref.line)};")
-        o(f"const long long o_lines = {_c(ref.lines)};")
-        depth = self.program.buffer(ref.buffer).depth
-        o(f"COLLSIM_CHECK_REF({node.id}, 0, 1, o_slot, {depth}, o_region, R_{b}, o_line0, o_lines, L_{b});")
-        o(f"char* const o_mc = p.mc[{b}] + (long long)chan * p.buf_stride[{b}]"
-          f" + ((o_slot * R_{b} + o_region) * L_{b} + o_line0) * {lp.line_bytes};")
-        return "o_mc"
-
     def open_copies(self, ref: MulticastRef, lp: LayoutPlan) -> None:
         """Open the loop over the multicast addresses of one (line, lane) item: one with a switch that reaches
         every copy (multi-GPU), one per copy where the harness emulates the switch (single-GPU)."""
@@ -852,7 +842,7 @@ class KernelGenerator(OpVisitor):
         o = self.out
         lp = self.plan.layouts[op.dst.buffer]
         quals = ptx_multimem_qualifiers("red", op.sem, op.scope)
-        self.mc_base(op.dst, node)
+        self.ref_base(op.dst, node)
         if isinstance(op.operand, (Input, Reg, Fill)):
             self._reduction_lines(node, op, lp, "multimem.red", f"multimem.red{quals}", lambda: "", op.dst)
             return
@@ -879,7 +869,7 @@ class KernelGenerator(OpVisitor):
         if not all((el.role == "data" and writes_data) or (el.role == "flag" and writes_flag)
                    for pat in lp.patterns for el in pat.elements):
             raise EmitError(f"{self.where(node)}: a multimem.st must cover every word of {lp.name} (data and flags)")
-        self.mc_base(op.dst, node)
+        self.ref_base(op.dst, node)
         src = self.source_ptr(op.src, node) if writes_data else None
         if src is not None:
             o(f"const char* const o_src = {src};")
@@ -929,7 +919,7 @@ class KernelGenerator(OpVisitor):
         if op.op is not RmwOp.ADD:
             raise EmitError(f"{self.where(node)}: multimem.ld_reduce {op.op.value} of data is not emitted (add is)")
         quals = ptx_multimem_qualifiers("ld_reduce", op.sem, op.scope)
-        self.mc_base(op.src, node)
+        self.ref_base(op.src, node)
         o(f"char* const o_into = reg_{self.reg(op.into)} + {_c(op.into_offset)};")
         self.item_loop(op.issuer, f"o_lines * {lp.lanes}")
         self.line_lane(lp)

@@ -345,19 +345,17 @@ void check_device(const Harness& h) {
 // Multicast objects (NVLink SHARP) through the CUDA driver API, looked up at run time
 // (cudaGetDriverEntryPointByVersion), so the harness links against the runtime alone.
 // ---------------------------------------------------------------------------
+// Each driver call the harness makes, with the version of its signature (cudaTypedefs.h PFN_<name>_<version>).
+#define COLLSIM_DRIVER_CALLS(X)                                                                           \
+  X(cuDeviceGet, v2000) X(cuDeviceGetAttribute, v2000) X(cuGetErrorString, v6000)                         \
+  X(cuMemGetAllocationGranularity, v10020) X(cuMemCreate, v10020) X(cuMemAddressReserve, v10020)          \
+  X(cuMemMap, v10020) X(cuMemSetAccess, v10020) X(cuMulticastCreate, v12010)                             \
+  X(cuMulticastAddDevice, v12010) X(cuMulticastBindMem, v12010) X(cuMulticastGetGranularity, v12010)
+
 struct DriverApi {
-  PFN_cuDeviceGet_v2000 deviceGet = nullptr;
-  PFN_cuDeviceGetAttribute_v2000 deviceGetAttribute = nullptr;
-  PFN_cuGetErrorString_v6000 getErrorString = nullptr;
-  PFN_cuMemGetAllocationGranularity_v10020 memGetAllocationGranularity = nullptr;
-  PFN_cuMemCreate_v10020 memCreate = nullptr;
-  PFN_cuMemAddressReserve_v10020 memAddressReserve = nullptr;
-  PFN_cuMemMap_v10020 memMap = nullptr;
-  PFN_cuMemSetAccess_v10020 memSetAccess = nullptr;
-  PFN_cuMulticastCreate_v12010 multicastCreate = nullptr;
-  PFN_cuMulticastAddDevice_v12010 multicastAddDevice = nullptr;
-  PFN_cuMulticastBindMem_v12010 multicastBindMem = nullptr;
-  PFN_cuMulticastGetGranularity_v12010 multicastGetGranularity = nullptr;
+#define COLLSIM_DECLARE(name, version) PFN_##name##_##version name = nullptr;
+  COLLSIM_DRIVER_CALLS(COLLSIM_DECLARE)
+#undef COLLSIM_DECLARE
 };
 
 [[noreturn]] void multicast_unsupported(const std::string& why) {
@@ -380,18 +378,9 @@ void driver_entry(const char* name, F* fn) {
 
 DriverApi load_driver_api() {
   DriverApi api;
-  driver_entry("cuDeviceGet", &api.deviceGet);
-  driver_entry("cuDeviceGetAttribute", &api.deviceGetAttribute);
-  driver_entry("cuGetErrorString", &api.getErrorString);
-  driver_entry("cuMemGetAllocationGranularity", &api.memGetAllocationGranularity);
-  driver_entry("cuMemCreate", &api.memCreate);
-  driver_entry("cuMemAddressReserve", &api.memAddressReserve);
-  driver_entry("cuMemMap", &api.memMap);
-  driver_entry("cuMemSetAccess", &api.memSetAccess);
-  driver_entry("cuMulticastCreate", &api.multicastCreate);
-  driver_entry("cuMulticastAddDevice", &api.multicastAddDevice);
-  driver_entry("cuMulticastBindMem", &api.multicastBindMem);
-  driver_entry("cuMulticastGetGranularity", &api.multicastGetGranularity);
+#define COLLSIM_LOOK_UP(name, version) driver_entry(#name, &api.name);
+  COLLSIM_DRIVER_CALLS(COLLSIM_LOOK_UP)
+#undef COLLSIM_LOOK_UP
   return api;
 }
 
@@ -400,7 +389,7 @@ DriverApi load_driver_api() {
 void cu_ok(const DriverApi& api, CUresult res, const char* what) {
   if (res == CUDA_SUCCESS) return;
   const char* text = nullptr;
-  if (api.getErrorString(res, &text) != CUDA_SUCCESS || text == nullptr) text = "unknown error";
+  if (api.cuGetErrorString(res, &text) != CUDA_SUCCESS || text == nullptr) text = "unknown error";
   multicast_unsupported(std::string(what) + " failed: " + text);
 }
 
@@ -418,9 +407,9 @@ long long lcm_ll(long long a, long long b) {
 void check_multicast(const Harness& h, const DriverApi& api) {
   for (int r = 0; r < (h.multi ? h.nranks : 1); ++r) {
     CUdevice dev = 0;
-    cu_ok(api, api.deviceGet(&dev, h.ranks[r].device), "cuDeviceGet");
+    cu_ok(api, api.cuDeviceGet(&dev, h.ranks[r].device), "cuDeviceGet");
     int supported = 0;
-    cu_ok(api, api.deviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, dev),
+    cu_ok(api, api.cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, dev),
           "cuDeviceGetAttribute(MULTICAST_SUPPORTED)");
     if (!supported)
       multicast_unsupported("device " + std::to_string(h.ranks[r].device) +
@@ -436,30 +425,30 @@ void check_multicast(const Harness& h, const DriverApi& api) {
 void allocate_multicast(Harness& h, const DriverApi& api, int b, long long bytes) {
   const int devices = h.multi ? h.nranks : 1;
   std::vector<CUdevice> dev(devices);
-  for (int d = 0; d < devices; ++d) cu_ok(api, api.deviceGet(&dev[d], h.ranks[d].device), "cuDeviceGet");
+  for (int d = 0; d < devices; ++d) cu_ok(api, api.cuDeviceGet(&dev[d], h.ranks[d].device), "cuDeviceGet");
   CUmemAllocationProp prop = {};
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop.location.id = dev[0];
   size_t alloc_gran = 0;
-  cu_ok(api, api.memGetAllocationGranularity(&alloc_gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
+  cu_ok(api, api.cuMemGetAllocationGranularity(&alloc_gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
         "cuMemGetAllocationGranularity");
   CUmulticastObjectProp mc_prop = {};
   mc_prop.numDevices = (unsigned int)devices;
   mc_prop.size = (size_t)bytes;
   size_t mc_min = 0, mc_rec = 0;
-  cu_ok(api, api.multicastGetGranularity(&mc_min, &mc_prop, CU_MULTICAST_GRANULARITY_MINIMUM),
+  cu_ok(api, api.cuMulticastGetGranularity(&mc_min, &mc_prop, CU_MULTICAST_GRANULARITY_MINIMUM),
         "cuMulticastGetGranularity(MINIMUM)");
-  cu_ok(api, api.multicastGetGranularity(&mc_rec, &mc_prop, CU_MULTICAST_GRANULARITY_RECOMMENDED),
+  cu_ok(api, api.cuMulticastGetGranularity(&mc_rec, &mc_prop, CU_MULTICAST_GRANULARITY_RECOMMENDED),
         "cuMulticastGetGranularity(RECOMMENDED)");
   const long long gran = lcm_ll(lcm_ll((long long)alloc_gran, (long long)mc_min), (long long)mc_rec);
   const long long size = round_up(std::max(bytes, 1LL), gran);
   const long long copies = h.multi ? 1 : h.nranks;
   mc_prop.size = (size_t)(size * copies);
   CUmemGenericAllocationHandle mc = 0;
-  cu_ok(api, api.multicastCreate(&mc, &mc_prop), "cuMulticastCreate");
+  cu_ok(api, api.cuMulticastCreate(&mc, &mc_prop), "cuMulticastCreate");
   // every device joins before anything is bound or mapped (a bind blocks until all have)
-  for (int d = 0; d < devices; ++d) cu_ok(api, api.multicastAddDevice(mc, dev[d]), "cuMulticastAddDevice");
+  for (int d = 0; d < devices; ++d) cu_ok(api, api.cuMulticastAddDevice(mc, dev[d]), "cuMulticastAddDevice");
   std::vector<CUmemAccessDesc> access(devices);
   for (int d = 0; d < devices; ++d) {
     access[d].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
@@ -471,22 +460,22 @@ void allocate_multicast(Harness& h, const DriverApi& api, int b, long long bytes
     CUDA_OK(cudaSetDevice(h.ranks[r].device));
     prop.location.id = dev[d];
     CUmemGenericAllocationHandle mem = 0;
-    cu_ok(api, api.memCreate(&mem, (size_t)size, &prop, 0), "cuMemCreate");
+    cu_ok(api, api.cuMemCreate(&mem, (size_t)size, &prop, 0), "cuMemCreate");
     CUdeviceptr va = 0;
-    cu_ok(api, api.memAddressReserve(&va, (size_t)size, (size_t)gran, 0, 0), "cuMemAddressReserve");
-    cu_ok(api, api.memMap(va, (size_t)size, 0, mem, 0), "cuMemMap");
-    cu_ok(api, api.memSetAccess(va, (size_t)size, access.data(), (size_t)devices), "cuMemSetAccess");
-    cu_ok(api, api.multicastBindMem(mc, (size_t)(h.multi ? 0 : r * size), mem, 0, (size_t)size, 0),
+    cu_ok(api, api.cuMemAddressReserve(&va, (size_t)size, (size_t)gran, 0, 0), "cuMemAddressReserve");
+    cu_ok(api, api.cuMemMap(va, (size_t)size, 0, mem, 0), "cuMemMap");
+    cu_ok(api, api.cuMemSetAccess(va, (size_t)size, access.data(), (size_t)devices), "cuMemSetAccess");
+    cu_ok(api, api.cuMulticastBindMem(mc, (size_t)(h.multi ? 0 : r * size), mem, 0, (size_t)size, 0),
           "cuMulticastBindMem");
     h.ranks[r].buf[b] = reinterpret_cast<char*>(va);
   }
   for (int d = 0; d < devices; ++d) {  // each device maps the multicast object into its own range
     CUDA_OK(cudaSetDevice(h.ranks[d].device));
     CUdeviceptr mcva = 0;
-    cu_ok(api, api.memAddressReserve(&mcva, (size_t)(size * copies), (size_t)gran, 0, 0),
+    cu_ok(api, api.cuMemAddressReserve(&mcva, (size_t)(size * copies), (size_t)gran, 0, 0),
           "cuMemAddressReserve (multicast)");
-    cu_ok(api, api.memMap(mcva, (size_t)(size * copies), 0, mc, 0), "cuMemMap (multicast)");
-    cu_ok(api, api.memSetAccess(mcva, (size_t)(size * copies), &access[d], 1), "cuMemSetAccess (multicast)");
+    cu_ok(api, api.cuMemMap(mcva, (size_t)(size * copies), 0, mc, 0), "cuMemMap (multicast)");
+    cu_ok(api, api.cuMemSetAccess(mcva, (size_t)(size * copies), &access[d], 1), "cuMemSetAccess (multicast)");
     for (int r = 0; r < h.nranks; ++r)
       if (!h.multi || r == d) h.ranks[r].mc[b] = reinterpret_cast<char*>(mcva);
   }
