@@ -534,24 +534,8 @@ class KernelGenerator(OpVisitor):
         full = all((el.role == "data" and writes_data) or (el.role == "flag" and writes_flag)
                    for pat in lp.patterns for el in pat.elements)
         base = self.ref_base(op.dst, node)
-        src = self.source_ptr(op.src, node) if writes_data else None
-        if src is not None:
-            o(f"const char* const o_src = {src};")
-        if writes_flag:
-            o(f"const {lp.ctype} o_flag = ({lp.ctype})({op.flag.to_c()});")
-        self.item_loop(op.issuer, f"o_lines * {lp.lanes}")
-        self.line_lane(lp)
-        if src is not None and lp.has_data():
-            o(f"const long long o_d = ln * {lp.data_bytes} + {lp.lane_data_start_c()};")
+        value = self._open_store_lanes(op, lp, node)
         o(f"char* const o_addr = {self.lane_addr(lp, base)};")
-
-        def value(i: int, el) -> str:
-            if el.role == "flag":
-                return "o_flag"
-            if src is not None:
-                return f"collsim_ld_u{lp.elem_bytes * 8}(o_src + o_d + {el.data_offset})"
-            return self.fill_value(op.src, lp, node)
-
         if full:
             names = [f"e{i}" for i in range(lp.n_elems)]
             o(f"{lp.ctype} {', '.join(names)};")
@@ -581,6 +565,33 @@ class KernelGenerator(OpVisitor):
 
             self.pattern_switch(lp, partial)
         self.close_item_loop(op.issuer)
+
+    def _open_store_lanes(self, op: Store | MultimemStore, lp: LayoutPlan, node: EmitNode):
+        """Open the lane loop of a store (plain or multimem) and return the C value of each word.
+
+        Emits the source pointer and flag value, the issuer's item loop over
+        lines × lanes and the lane's data offset ``o_d``; the returned
+        function gives the expression a word of the lane is stored as.
+        """
+        o = self.out
+        src = self.source_ptr(op.src, node) if op.src is not None else None
+        if src is not None:
+            o(f"const char* const o_src = {src};")
+        if op.flag is not None:
+            o(f"const {lp.ctype} o_flag = ({lp.ctype})({op.flag.to_c()});")
+        self.item_loop(op.issuer, f"o_lines * {lp.lanes}")
+        self.line_lane(lp)
+        if src is not None and lp.has_data():
+            o(f"const long long o_d = ln * {lp.data_bytes} + {lp.lane_data_start_c()};")
+
+        def value(i: int, el) -> str:
+            if el.role == "flag":
+                return "o_flag"
+            if src is not None:
+                return f"collsim_ld_u{lp.elem_bytes * 8}(o_src + o_d + {el.data_offset})"
+            return self.fill_value(op.src, lp, node)
+
+        return value
 
     def _load_asm(self, node: EmitNode, lp: LayoutPlan, quals: str, names: list[str], addr: str) -> None:
         o = self.out
@@ -870,27 +881,13 @@ class KernelGenerator(OpVisitor):
                    for pat in lp.patterns for el in pat.elements):
             raise EmitError(f"{self.where(node)}: a multimem.st must cover every word of {lp.name} (data and flags)")
         self.ref_base(op.dst, node)
-        src = self.source_ptr(op.src, node) if writes_data else None
-        if src is not None:
-            o(f"const char* const o_src = {src};")
-        if writes_flag:
-            o(f"const {lp.ctype} o_flag = ({lp.ctype})({op.flag.to_c()});")
-        self.item_loop(op.issuer, f"o_lines * {lp.lanes}")
-        self.line_lane(lp)
-        if src is not None and lp.has_data():
-            o(f"const long long o_d = ln * {lp.data_bytes} + {lp.lane_data_start_c()};")
+        value = self._open_store_lanes(op, lp, node)
         names = [f"e{i}" for i in range(lp.n_elems)]
         o(f"{lp.ctype} {', '.join(names)};")
 
         def fill(pattern) -> None:
             for i, el in enumerate(pattern.elements):
-                if el.role == "flag":
-                    value = "o_flag"
-                elif src is not None:
-                    value = f"collsim_ld_u{lp.elem_bytes * 8}(o_src + o_d + {el.data_offset})"
-                else:
-                    value = self.fill_value(op.src, lp, node)
-                o(f"e{i} = {value};")
+                o(f"e{i} = {value(i, el)};")
 
         self.pattern_switch(lp, fill)
         self.open_copies(op.dst, lp)
