@@ -767,13 +767,16 @@ class KernelGenerator(OpVisitor):
         self._reduction_lines(node, op, lp, "red", f"{mnemonic}{quals}", lambda: self.lane_addr(lp, base), None)
 
     # -- multimem -------------------------------------------------------------
-    def open_copies(self, ref: MulticastRef, lp: LayoutPlan) -> None:
-        """Open the loop over the multicast addresses of one (line, lane) item: one with a switch that reaches
-        every copy (multi-GPU), one per copy where the harness emulates the switch (single-GPU)."""
+    def open_copies(self, ref: MulticastRef, lp: LayoutPlan, offset: str | None = None) -> None:
+        """Open the loop over the multicast addresses of one item: one with a switch that reaches every copy
+        (multi-GPU), one per copy where the harness emulates the switch (single-GPU).
+
+        The item is the (line, lane) of the layout, or the byte ``offset`` given (a C expression)."""
         o = self.out
+        copy = f"o_mc + (long long)o_c * p.mc_stride[{self.buf(ref.buffer)}]"
         o("#pragma unroll 1")
         o.open("for (int o_c = 0; o_c < p.mc_copies; ++o_c) {")
-        o(f"char* const o_addr = {self.lane_addr(lp, f'o_mc + (long long)o_c * p.mc_stride[{self.buf(ref.buffer)}]')};")
+        o(f"char* const o_addr = {self.lane_addr(lp, copy) if offset is None else f'{copy} + {offset}'};")
 
     def element_branches(self, body: Callable[[str, str], None]) -> None:
         """Print ``body(c_type, dtype)`` once per element type the kernel is instantiated for."""
@@ -862,10 +865,7 @@ class KernelGenerator(OpVisitor):
         ptx_op = multimem.qualifiers("red", op.op.value, multimem.counter_type(lp.elem_bytes), lp.elem_bytes)
         o(f"const {lp.ctype} o_val = ({lp.ctype})({op.operand.to_c()});")
         self.item_loop(op.issuer, f"o_lines * {len(lp.layout.words)}")
-        o("#pragma unroll 1")
-        o.open("for (int o_c = 0; o_c < p.mc_copies; ++o_c) {")
-        o(f"char* const o_addr = o_mc + (long long)o_c * p.mc_stride[{self.buf(op.dst.buffer)}] + o_i * "
-          f"{lp.elem_bytes};")
+        self.open_copies(op.dst, lp, f"o_i * {lp.elem_bytes}")
         o(f'asm volatile("{self.marker(node)}multimem.red{quals}.global{ptx_op} [%0], %1;"')
         o(f'             :: "l"(o_addr), "{lp.constraint}"(o_val) : "memory");')
         o.close()
