@@ -44,13 +44,11 @@ from typing import Any
 from collsim.errors import UnsupportedError
 from collsim.sim.links import Pipe, Transfer, place
 from collsim.sim.lower import MC_LOAD_REDUCE, MC_RED, MC_STORE
-from collsim.sim.memory import DATA, SENTINEL
+from collsim.sim.memory import DATA, RMW_HOW, SENTINEL
 
 __all__ = ["SwitchPorts", "switch_of", "run_multimem", "fold_reason"]
 
 EPS = 1e-9
-#: An operation's rule by its kind (the fabric's part of the rank process).
-_RMW_HOW = {"add": "add", "max": "max", "exch": "set", "cas": "set", "min": "set"}
 
 
 def fold_reason(lowered: Any) -> str | None:
@@ -132,7 +130,7 @@ def _landing(op: Any, red: bool) -> tuple[str | None, Any]:
     :meth:`Rank._atomic` decide for unicast writes)."""
     data = op.src if op.kind == MC_STORE else op.operand
     if red:
-        how = _RMW_HOW.get(op.op.op.value, "set")
+        how = RMW_HOW.get(op.op.op, "set")
         if op.flag is not None and op.polls_flags:
             return how, op.flag
         return how, DATA if isinstance(data, tuple) else data

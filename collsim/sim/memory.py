@@ -22,7 +22,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Any, Callable
 
-__all__ = ["DATA", "SENTINEL", "Write", "Location", "Memory", "predicate_holds"]
+__all__ = ["DATA", "SENTINEL", "RMW_HOW", "Write", "Location", "Memory", "predicate_holds"]
 
 
 class _Marker:
@@ -39,6 +39,10 @@ class _Marker:
 DATA = _Marker("DATA")
 #: The polled word holds the sentinel pattern.
 SENTINEL = _Marker("SENTINEL")
+
+#: How a read-modify-write (by its operator's name) lands on the word a poll reads: ``add``, ``max`` or
+#: ``set`` (exch, cas and min are taken as setting the word).
+RMW_HOW = {"add": "add", "max": "max", "exch": "set", "cas": "set", "min": "set"}
 
 
 class Write:

@@ -62,11 +62,11 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from collsim.ir.types import FenceKind, RmwOp, Scope
+from collsim.ir.types import FenceKind, Scope
 from collsim.sim.links import Transfer, place, reserve
 from collsim.sim.fabric import run_multimem
 from collsim.sim.lower import ATOMIC, FENCE, KERNEL_END, LOAD, MC_LOAD_REDUCE, POLL, REDUCE, STORE, SYNC, WRITE, Block
-from collsim.sim.memory import DATA, SENTINEL, Write
+from collsim.sim.memory import DATA, RMW_HOW, SENTINEL, Write
 from collsim.sim.trace import Node
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -78,7 +78,6 @@ EPS = 1e-9
 #: Round-robin slices per member when a loop's lanes issue their transfers together, and the most
 #: placements one batch may make (8 ranks: 2 slices of each of 7 sends; 72 ranks: one slice each).
 BATCH_SLICES, BATCH_PLACEMENTS = 2, 16
-_RMW_HOW = {RmwOp.ADD: "add", RmwOp.MAX: "max", RmwOp.EXCH: "set", RmwOp.CAS: "set", RmwOp.MIN: "set"}
 
 
 _new_thread = object.__new__
@@ -545,7 +544,7 @@ class Rank:
         factor = self._pair(owner)[0].costs.atomic_wire_factor if data and owner != self.rank else 1.0
         # a line's count word (``flag``) is what its readers poll; the data words they do not
         value = op.flag if op.flag is not None and op.polls_flags else (DATA if data else operand)
-        land = (self.memory.location(op.key), line, lines, _RMW_HOW.get(op.op.op, "set"), value)
+        land = (self.memory.location(op.key), line, lines, RMW_HOW.get(op.op.op, "set"), value)
         tr = self._push(th, op, owner, wire * factor, data, "atomic", wire if owner == self.rank else 0.0, True,
                         land)
         if op.into is not None:

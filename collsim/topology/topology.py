@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
 from collections.abc import Hashable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
