@@ -44,9 +44,10 @@ from typing import Any
 from collsim.errors import UnsupportedError
 from collsim.sim.links import Pipe, Transfer, place
 from collsim.sim.lower import MC_LOAD_REDUCE, MC_RED, MC_STORE
+from collsim.sim.memo import PerTopology
 from collsim.sim.memory import DATA, RMW_HOW, SENTINEL
 
-__all__ = ["SwitchPorts", "switch_of", "run_multimem", "fold_reason"]
+__all__ = ["SwitchPorts", "switch_of", "run_multimem", "place_copies", "fold_reason"]
 
 EPS = 1e-9
 
@@ -88,13 +89,30 @@ def switch_of(sim: Any) -> SwitchPorts:
     ports = getattr(sim, "nvls_ports", None)
     if ports is not None:
         return ports
+    n = sim.size
+    found = _SWITCHES.get(sim.topology, n, lambda: _switch(sim))
+    if isinstance(found, str):
+        raise UnsupportedError(found)
+    middle, latency = found
+    up = [sim.route(k, (k + 1) % n).pipes[0] for k in range(n)]
+    down = [sim.route((k + 1) % n, k).pipes[-1] for k in range(n)]
+    ports = sim.nvls_ports = SwitchPorts(middle, up, down, latency, sim.route(0, 1).costs)
+    return ports
+
+
+#: topology -> {ranks: (the switch, route latencies) or why multimem cannot run there}
+_SWITCHES = PerTopology()
+
+
+def _switch(sim: Any) -> tuple[Any, list[list[float]]] | str:
+    """The switch between ``sim``'s ranks and the route latency from each rank to each copy, or why none."""
     topo = sim.topology
     fabric = getattr(topo, "fabric", None)
     if fabric is None or not (fabric.multicast and fabric.reduction):
-        raise UnsupportedError(f"topology {topo.name!r} has no switch that multicasts and reduces (NVLink SHARP)")
+        return f"topology {topo.name!r} has no switch that multicasts and reduces (NVLink SHARP)"
     n = sim.size
     if n < 2:
-        raise UnsupportedError("a multicast group needs at least 2 ranks")
+        return "a multicast group needs at least 2 ranks"
     middle = None
     for a in range(n):
         for b in range(n):
@@ -102,14 +120,9 @@ def switch_of(sim: Any) -> SwitchPorts:
                 continue
             path = topo.route(a, b).path
             if len(path) != 3 or (middle is not None and path[1] != middle):
-                raise UnsupportedError(f"multimem needs every rank behind one switch; the route {a}->{b} is "
-                                       f"{' -> '.join(map(str, path))}")
+                return f"multimem needs every rank behind one switch; the route {a}->{b} is {' -> '.join(map(str, path))}"
             middle = path[1]
-    up = [sim.route(k, (k + 1) % n).pipes[0] for k in range(n)]
-    down = [sim.route((k + 1) % n, k).pipes[-1] for k in range(n)]
-    latency = [[sim.route(r, k if k != r else (r + 1) % n).latency for k in range(n)] for r in range(n)]
-    ports = sim.nvls_ports = SwitchPorts(middle, up, down, latency, sim.route(0, 1).costs)
-    return ports
+    return middle, [[sim.route(r, k if k != r else (r + 1) % n).latency for k in range(n)] for r in range(n)]
 
 
 def run_multimem(rank: Any, th: Any, op: Any):
@@ -166,7 +179,7 @@ def _multicast(rank: Any, th: Any, op: Any, red: bool) -> None:
     else:
         up_finish = rank._reserve((rank.st_engine, ports.up[me]), wire, t)
         rate = wire / (up_finish - t) if up_finish > t + EPS else float("inf")
-        finishes = [place((pipe,), wire, t, rate) for pipe in ports.down]
+        finishes = place_copies(ports.down, wire, t, rate)
     delay = (c.atomic_remote_us if red else c.remote_write_us) + c.nvls_multicast_us
     how, value = _landing(op, red)
     buf, _, slot, region, line, _ = op.ref
@@ -177,6 +190,35 @@ def _multicast(rank: Any, th: Any, op: Any, red: bool) -> None:
         tr = Transfer(me, k, wire, t, t, max(finish, up_finish), visible, ack, node, data, op, False, what)
         land = None if how is None else (rank.memory.location((buf, k, slot, region)), line, lines, how, value)
         rank._issued(th, tr, land)
+
+
+def place_copies(pipes: list[Pipe], nbytes: float, start: float, rate: float) -> list[float]:
+    """:func:`~collsim.sim.links.place` the same transfer on each of ``pipes`` alone; the finish on each.
+
+    The switch's copies of one multicast go onto every rank's downstream link, which in a rank-symmetric
+    program carry the same allocations: a pipe whose capacity and allocations equal an earlier one's gets
+    that one's placement copied, not computed again (the same floats, so the same result; a 72-rank
+    multicast is then one placement, not 72).
+
+    >>> a, b = Pipe("switch->gpu0", 100.0), Pipe("switch->gpu1", 100.0)
+    >>> place_copies([a, b], 100_000, 0.0, float("inf")), place_copies([a, b], 100_000, 0.5, float("inf"))
+    ([1.0, 1.0], [2.0, 2.0])
+    >>> a.times == b.times and a.used == b.used
+    True
+    """
+    placed: dict = {}  # (capacity, allocations before) -> (finish, allocations after)
+    finishes = []
+    for pipe in pipes:
+        key = (pipe.rate, tuple(pipe.times), tuple(pipe.used))
+        found = placed.get(key)
+        if found is None:
+            finish = place((pipe,), nbytes, start, rate)
+            placed[key] = (finish, pipe.times, pipe.used)
+        else:
+            finish, times, used = found
+            pipe.times, pipe.used = list(times), list(used)
+        finishes.append(finish)
+    return finishes
 
 
 def _load_reduce(rank: Any, th: Any, op: Any) -> None:

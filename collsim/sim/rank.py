@@ -133,9 +133,15 @@ class _PollWatch:
         """A write arrived at the location. One that becomes visible after the time the poll already found
         cannot change it (the values up to that time are the same), so only the others re-evaluate."""
         found = self.found
-        if found is not None and write.visible > found[0] and self.seen == len(self.loc.writes) - 1:
-            self.seen += 1
-            return
+        if self.seen == len(self.loc.writes) - 1:
+            if found is not None and write.visible > found[0]:
+                self.seen += 1
+                return
+            if found is None and self.loc.writes[-1] is write:  # nothing satisfied it yet; maybe this write
+                found = self.loc.satisfied_by_last(self.lo, self.hi, self.pred, self.first)
+                if found is not False:
+                    self.poke(found)
+                    return
         self.poke()
 
     def poke(self, found: Any = False) -> None:
