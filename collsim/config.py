@@ -33,8 +33,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 from collsim.errors import InputError
-from collsim.algorithms import ALGORITHMS
+from collsim.algorithms import ALGORITHMS, generate
 from collsim.ir.registry import load_protocol
+from collsim.lru import LRUCache
 from collsim.units import format_size, parse_ranks, parse_size
 
 __all__ = [
@@ -59,6 +60,9 @@ __all__ = [
     "resolve_topology",
     "resolve_protocol",
     "unsupported_reason",
+    "fabric_needs",
+    "fabric_reason",
+    "topologies_for",
 ]
 
 #: ``eager``: every collective is a kernel launch and pays its overhead;
@@ -228,8 +232,47 @@ def resolve_protocol(protocol: Any) -> Any:
     return load_protocol(protocol)
 
 
-def unsupported_reason(protocol: Any, algorithm: str, ranks: int) -> str | None:
-    """Why ``protocol`` cannot run ``algorithm`` on ``ranks`` GPUs, or ``None`` if it can.
+#: (protocol key, algorithm) -> what its program needs of the switches
+_FABRIC_NEEDS = LRUCache(256)
+
+_FEATURE_WORDS = {"multicast": "multicast", "reduction": "reduce"}
+
+
+def fabric_needs(protocol: Any, algorithm: str) -> frozenset[str]:
+    """What ``protocol``'s program under ``algorithm`` needs of the switches (``multicast``, ``reduction``:
+    NVLink SHARP), read off its operations (:attr:`collsim.ir.program.Program.fabric_needs`)."""
+    return _FABRIC_NEEDS.get((protocol.key, algorithm), lambda: generate(protocol, algorithm).fabric_needs)
+
+
+def topologies_for(protocol: Any, algorithm: str) -> list[str]:
+    """The presets whose switches do what ``protocol``'s program under ``algorithm`` needs of them."""
+    from collsim.topology import presets_with  # lazy: start-up (networkx; the model registry imports this module)
+
+    return presets_with(fabric_needs(protocol, algorithm))
+
+
+def fabric_reason(protocol: Any, algorithm: str, topology: Any) -> str | None:
+    """Why ``topology``'s switches cannot run ``protocol``'s program under ``algorithm`` (it has multimem
+    operations and the switches do not multicast or reduce), or ``None``; the message names the presets
+    whose switches can."""
+    needs = fabric_needs(protocol, algorithm)
+    fabric = getattr(topology, "fabric", None)
+    if not needs or fabric is None:
+        return None
+    missing = fabric.lacks(needs)
+    if not missing:
+        return None
+    what = " and ".join(_FEATURE_WORDS[f] for f in sorted(needs))
+    lacking = " or ".join(_FEATURE_WORDS[f] for f in missing)
+    said = f": {fabric.source}" if fabric.source else " (its file does not say they do)"
+    return (f"protocol {protocol.name!r} needs switches that {what} (NVLink SHARP); the switches of topology "
+            f"{topology.name!r} do not {lacking}{said}; topologies whose switches do: "
+            f"{', '.join(topologies_for(protocol, algorithm))}")
+
+
+def unsupported_reason(protocol: Any, algorithm: str, ranks: int, topology: Any = None) -> str | None:
+    """Why ``protocol`` cannot run ``algorithm`` on ``ranks`` GPUs (of ``topology``, when given), or ``None``
+    if it can.
 
     A scenario skips such combinations with this reason as a note; :func:`collsim.simulate` refuses them
     with an :class:`~collsim.errors.InputError` listing what can run.
@@ -244,7 +287,11 @@ def unsupported_reason(protocol: Any, algorithm: str, ranks: int) -> str | None:
         return f"an AllReduce needs at least 2 ranks, got {ranks}"
     check = getattr(protocol, "unsupported_reason", None)
     if callable(check):
-        return check(algorithm, ranks)
+        why = check(algorithm, ranks)
+        if why:
+            return why
+    if topology is not None:
+        return fabric_reason(protocol, algorithm, topology)
     return None
 
 
@@ -339,6 +386,6 @@ class RunConfig(BaseModel):
         return DTYPES[self.dtype]
 
     def unsupported_reason(self) -> str | None:
-        """Why the protocol cannot run this algorithm on this many ranks, or ``None`` (see
+        """Why the protocol cannot run this algorithm on this many ranks of this topology, or ``None`` (see
         :func:`unsupported_reason`)."""
-        return unsupported_reason(self.protocol, self.algorithm, self.ranks)
+        return unsupported_reason(self.protocol, self.algorithm, self.ranks, self.topology)

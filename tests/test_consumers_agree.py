@@ -16,6 +16,7 @@ from collections import Counter
 import pytest
 
 from collsim.algorithms import generate
+from collsim.ir.effects import effects
 from collsim.ir.program import walk
 from collsim.ir.registry import list_protocols, load_protocol
 from collsim.ir.types import Scope, Sem
@@ -63,10 +64,30 @@ class MemoryInstruction(OpVisitor):
     def visit_loop(self, op):
         return None
 
+    # a multimem op is one instruction whose events are every copy's elements
+    def visit_multimem_load_reduce(self, op):
+        return InstrKind.LOAD
+
+    def visit_multimem_store(self, op):
+        return InstrKind.STORE
+
+    def visit_multimem_red(self, op):
+        return InstrKind.RMW
+
 
 def _counts(ops) -> Counter:
-    kinds = (MemoryInstruction().visit(op) for op in ops)
-    return Counter(kind for kind in kinds if kind is not None)
+    """Memory instructions by kind: the verifier issues one per line of a range (each line its own access)."""
+    counts: Counter = Counter()
+    for op, lines in ops:
+        kind = MemoryInstruction().visit(op)
+        if kind is not None:
+            counts[kind] += lines
+    return counts
+
+
+def _lines(op) -> int:
+    ref = effects(op).ref
+    return int(ref.lines) if ref is not None else 1
 
 
 @pytest.mark.parametrize("name,algorithm", PROGRAMS)
@@ -76,10 +97,10 @@ def test_simulator_and_verifier_unroll_what_the_ir_says(name, algorithm):
     verifier = lower_instance(protocol, algorithm, Bounds(ranks=3, iterations=1))
     env = {"RANK": 0, "NRANKS": 3, "ITER": 0, "MSG": verifier.msg}
 
-    ir = _counts(f.op for f in program.flatten(env))
+    ir = _counts((f.op, _lines(f.op)) for f in program.flatten(env))
     bound = SimLowered(program).flat(env)
     assert all(KIND_NAMES[b.kind] == type(b.op).__name__ for b in bound)  # the simulator's kind is the IR's class
-    sim = _counts(b.op for b in bound)
+    sim = _counts((b.op, b.ref[5] if b.ref is not None else 1) for b in bound)
     rank0 = {t for t, (rank, _cta, _gpu) in enumerate(verifier.placement) if rank == 0}
     ver = Counter(i.kind for i in verifier.instrs
                   if i.thread in rank0 and i.iteration == 0 and i.kind != InstrKind.BARRIER)

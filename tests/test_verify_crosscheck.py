@@ -171,7 +171,7 @@ def test_sc_encoding_agrees_with_brute_force(name, assumptions):
 
 
 MODEL_CASES = [("ll", None), ("ll", ()), ("ll128", None), ("ll128", ()), ("sentinel", None), ("sentinel", ()),
-               ("simple", None), ("barrier", None), ("ll128-atomic", None), ("mutant-simple-no-fence", None),
+               ("simple", None), ("barrier", None), ("atomic-counter", None), ("mutant-simple-no-fence", None),
                ("mutant-barrier-relaxed-arrive", None), ("mutant-ll-split-flag", None)]
 
 

@@ -115,8 +115,9 @@ def emit_all(out_dir: str | Path, *, unverified: bool = False, arch: str = "sm_9
         for algorithm in proto.algorithms:
             target = root / f"{proto.name}__{algorithm}"
             try:
-                if arch == "sm_80" and _needs_sm90(proto, algorithm):
-                    refusals.append(f"skipping {proto.name}/{algorithm} for sm_80: it needs sm_90 (vector red/atom)")
+                why = _needs_sm90(proto, algorithm)
+                if arch == "sm_80" and why:
+                    refusals.append(f"skipping {proto.name}/{algorithm} for sm_80: it needs sm_90 ({why})")
                     continue
                 results.append(emit(proto, algorithm, target, unverified=unverified, arch=arch, verify=verify))
             except VerificationRefused as err:
@@ -126,8 +127,10 @@ def emit_all(out_dir: str | Path, *, unverified: bool = False, arch: str = "sm_9
     return results, refusals
 
 
-def _needs_sm90(proto: Protocol, algorithm: str) -> bool:
-    return plan_for(proto, algorithm).needs_vector_atomics
+def _needs_sm90(proto: Protocol, algorithm: str) -> str:
+    """What in the program needs sm_90 ("" if nothing does)."""
+    plan = plan_for(proto, algorithm)
+    return "vector red/atom" if plan.needs_vector_atomics else "multimem" if plan.uses_multicast else ""
 
 
 def _write_index(root: Path, results: list[EmitResult]) -> None:

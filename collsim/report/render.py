@@ -20,6 +20,7 @@ import pandas as pd
 
 from collsim.atomicfile import atomic_write_text
 from collsim.report import figures as F
+from collsim.report.protocol_facts import protocol_rows
 from collsim.report.summary import approx_size, summarize, verdict_class, verdict_lines
 from collsim.report.data import normalize_measured, normalize_timelines, normalize_verification
 from collsim.errors import InputError
@@ -397,6 +398,7 @@ def build_report(
         table=_table(frame),
         timelines=[t["title"] for t in timelines],
         verification=_verification(verdicts),
+        protocols=protocol_rows(frame),
         measured=_measured_summary(measured_df),
         limits=limits,
         chosen_sizes=[F.size_label(s) for s in chosen],

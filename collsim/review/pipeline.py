@@ -324,7 +324,7 @@ def _simulate(review: Review, progress: Progress, comparators: list[Protocol]) -
         algs = review.algorithms if proto is review.protocol else list(proto.algorithms)
         for alg in algs:
             for n in review.ranks:
-                why = unsupported_reason(proto, alg, n)
+                why = unsupported_reason(proto, alg, n, topo)
                 if why:
                     review.sim_skipped.append(f"{proto.name} · {alg} on {n} ranks: {why}")
                     continue

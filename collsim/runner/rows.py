@@ -204,7 +204,7 @@ def expand_rows(scenario: Any, model: str | None = None) -> tuple[list[Row], lis
     for n in scenario.ranks:
         for algorithm in scenario.algorithms:
             for proto in protocols:
-                why = unsupported_reason(proto, algorithm, n)
+                why = unsupported_reason(proto, algorithm, n, scenario.topology)
                 if why:
                     skipped.append(Skipped(n, algorithm, proto.name, why, per_combo))
                 else:

@@ -711,10 +711,12 @@ class Execution:
                 if z3.is_int_value(v) and v.as_long() <= 0:
                     continue
                 terms.append(self._first_observer(x, u) < v)
-            if y.is_mem and y.loc == x.loc:
-                for z in self.low.reads_at(x.loc):
-                    if z.thread == y.thread and z.instr < y.instr and z.id != x.id:
-                        terms.append(self.obs(x, z))
+        # observation; po-loc orders x before a later access of the same element under either model (sc is
+        # sc-per-location too); the vector clocks alone miss it when x's instruction has other elements
+        if x.is_write and x.strong and y.is_mem and y.loc == x.loc:
+            for z in self.low.reads_at(x.loc):
+                if z.thread == y.thread and z.instr < y.instr and z.id != x.id:
+                    terms.append(self.obs(x, z))
         terms = [t for t in terms if not z3.is_false(t)]
         return z3.Or(terms, self.ctx) if terms else z3.BoolVal(False, ctx=self.ctx)
 
