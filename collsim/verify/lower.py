@@ -39,6 +39,7 @@ from __future__ import annotations
 from typing import Any, Iterable, NamedTuple
 
 from collsim.algorithms import generate, transfer_bytes
+from collsim.ir.checks import check_protocol_program
 from collsim.errors import UnsupportedError
 from collsim.ir.assumptions import get_assumption
 from collsim.ir.buffers import Buffer
@@ -91,6 +92,9 @@ class _ElementLowering(OpVisitor):
         self.assumptions = assumptions
         self.active = [get_assumption(a) for a in assumptions]
         self.program = generate(protocol, algorithm)
+        # an ill-formed program (a poll that inspects nothing, a poll on a word nobody writes) would make
+        # properties hold vacuously: it is refused as bad input, as collsim review refuses it
+        check_protocol_program(self.program, protocol)
         self.buffers = {b.name: b for b in self.program.buffers}
         self.msg = message_bytes(protocol, algorithm, bounds)
         self.word_bytes = protocol.data_layout.data_word_bytes
