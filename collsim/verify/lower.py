@@ -52,7 +52,82 @@ from collsim.ir.visit import OpVisitor
 from collsim.verify.granules import atomic_groups, kept_words
 from collsim.verify.instance import Bounds, EventKind, InstrKind, Lin, VerifyEvent, VerifyInstance, VerifyInstr
 
-__all__ = ["lower_instance", "message_bytes"]
+__all__ = ["lower_instance", "message_bytes", "DataPath", "data_path", "REALISTIC_LINES"]
+
+#: lines per send of the realistic message :func:`data_path` inspects (a chunk of a few KiB)
+REALISTIC_LINES = 64
+
+
+class DataPath(NamedTuple):
+    """How wide a protocol's data path is at a realistic size, and the default bound it asks for.
+
+    ``lines`` is the most lines one data-carrying operation covers, ``lanes`` the store lanes of the
+    data layout's line, ``shared`` whether several threads of a rank split one such operation's lines
+    (``Issuer.ALL``). A path with more than one line or lane gets :attr:`default_lines` =
+    :attr:`default_threads` = 2: the verifier's threads take lines in turn, so ordering bugs between
+    the threads of a block (a flag published before another thread's data) exist only there.
+    """
+
+    lines: int
+    lanes: int
+    shared: bool
+
+    @property
+    def wide(self) -> bool:
+        return self.lines > 1 or self.lanes > 1
+
+    @property
+    def default_lines(self) -> int:
+        return 2 if self.wide else 1
+
+    @property
+    def default_threads(self) -> int:
+        return 2 if self.wide else 1
+
+    def describe(self) -> str:
+        """Why the default bound has the threads and lines it has (printed with the bound)."""
+        if not self.wide:
+            return "data path of one line and one lane: 1 thread x 1 line covers it"
+        what = []
+        if self.lines > 1:
+            what.append(f"{self.lines} lines per operation at a {REALISTIC_LINES}-line send"
+                        + (", split among the block's threads" if self.shared else ""))
+        if self.lanes > 1:
+            what.append(f"{self.lanes} store lanes per line")
+        return ("default bound of 2 threads x 2 lines per chunk: the data path has " + " and ".join(what)
+                + " (--threads/--lines override)")
+
+
+def data_path(protocol: Protocol, algorithm: str) -> DataPath:
+    """The width of ``protocol``'s data path under ``algorithm`` (see :class:`DataPath`).
+
+    The program is bound at 4 ranks with :data:`REALISTIC_LINES` lines per send; every operation that
+    moves data (a data source, or data into a register) counts.
+
+    >>> from collsim.ir.registry import load_protocol
+    >>> data_path(load_protocol("simple"), "one-shot").default_threads
+    2
+    """
+    from collsim.ir.effects import effects  # local: the lowering needs it nowhere else
+
+    per_line = protocol.data_layout.data_bytes
+    nranks = 4
+    want = REALISTIC_LINES * per_line
+    size = transfer_bytes(protocol, algorithm)
+    env = {"MSG": want, "NRANKS": nranks, "RANK": 0, "ITER": 0}
+    msg = want if size.evaluate(env) == want else want * nranks
+    program = generate(protocol, algorithm)
+    most, shared = 1, False
+    for flat in program.flatten({**env, "MSG": msg}):
+        touch = effects(flat.op)
+        if touch.ref is None or not (touch.sources or touch.fills):
+            continue
+        lines = int(touch.ref.lines)
+        if lines > most:
+            most = lines
+        if lines > 1 and getattr(flat.op, "issuer", Issuer.ALL) is Issuer.ALL:
+            shared = True
+    return DataPath(most, protocol.data_layout.lanes, shared)
 
 
 def message_bytes(protocol: Protocol, algorithm: str, bounds: Bounds) -> int:
