@@ -40,6 +40,7 @@ DEFAULT = [("ll", "one-shot"), ("ll128", "one-shot"), ("sentinel", "two-shot"), 
            # multimem ld_reduce/st/red (16-B lines, a multicast barrier), and the LL128-atomic line's count word
            ("nvls", "two-shot"), ("ll128-atomic-nvls", "one-shot")]
 DEFAULT_MUTANT = "mutant-ll-split-flag"
+GRAPH_MUTANT = "mutant-ll-frozen-epoch"  # kernel arguments frozen at graph capture (ARG_ITER)
 
 
 def _nvcc_version() -> str:
@@ -109,7 +110,8 @@ def compiler(request, tmp_path_factory) -> Compiler:
 
 @pytest.fixture(scope="session")
 def default_build(compiler):
-    jobs = [(n, a, "sm_90") for n, a in DEFAULT] + [("ll", "two-shot", "sm_80"), (DEFAULT_MUTANT, "one-shot", "sm_90")]
+    jobs = [(n, a, "sm_90") for n, a in DEFAULT] + [("ll", "two-shot", "sm_80"), (DEFAULT_MUTANT, "one-shot", "sm_90"),
+                                                    (GRAPH_MUTANT, "one-shot", "sm_90")]
     return compiler.many(jobs)
 
 
@@ -134,6 +136,13 @@ def test_kernel_compiles_for_sm80(default_build):
 
 def test_mutant_with_partial_stores_compiles_and_checks(default_build):
     _check((DEFAULT_MUTANT, "one-shot", "sm_90"), default_build)
+
+
+def test_kernel_arguments_frozen_at_graph_capture_compile(default_build):
+    """ARG_ITER is the kernel argument the host sets per launch (frozen in a captured graph), ITER the counter."""
+    _check((GRAPH_MUTANT, "one-shot", "sm_90"), default_build)
+    kernel = default_build[(GRAPH_MUTANT, "one-shot", "sm_90")][2].files["kernel.cu"]
+    assert "p.arg_iter" in kernel
 
 
 def test_weakened_ptx_is_caught(default_build):

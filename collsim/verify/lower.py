@@ -20,7 +20,9 @@ What the expansion decides
   themselves. The lanes of a wide line (LL128: eight 16-byte stores) are
   modelled as one warp-wide access, so its elements are unordered too.
 * **Launches.** ``KernelBoundary`` becomes ``fence.sc.sys`` in every thread
-  followed by a barrier of the rank's threads (stream order).
+  followed by a barrier of the rank's threads (stream order). A protocol
+  replayed from a CUDA graph (``graph_replay``) sees ``ARG_ITER`` = 0, the
+  capture launch's index, in every launch; ``ITER`` still counts launches.
 * **Atomicity.** A declared hardware assumption joins elements into atomic
   groups (:mod:`collsim.verify.granules`). The reads of one load instruction
   that fall in one granule form a read group, which sees a write group all
@@ -198,7 +200,9 @@ class _ElementLowering(OpVisitor):
 
     # -- helpers -----------------------------------------------------------
     def env(self, rank: int, iteration: int) -> dict[str, int]:
-        return {"RANK": rank, "NRANKS": self.bounds.ranks, "ITER": iteration, "MSG": self.msg}
+        # graph replay: every launch reuses the kernel arguments of the capture launch (launch 0)
+        arg_iter = 0 if self.protocol.graph_replay else iteration
+        return {"RANK": rank, "NRANKS": self.bounds.ranks, "ITER": iteration, "ARG_ITER": arg_iter, "MSG": self.msg}
 
     def thread_of(self, rank: int, t: int) -> int:
         return rank * self.T + t

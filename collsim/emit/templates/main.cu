@@ -182,6 +182,7 @@ CollsimParams params_for(const Harness& h, const Geometry& g, int first_rank, in
     p.mc_stride[b] = h.mc_stride[b];
   }
   p.mc_copies = h.multi ? 1 : h.nranks;
+  p.arg_iter = h.launches;  // frozen into a captured graph: every replay sees the capture's value
   return p;
 }
 

@@ -54,6 +54,10 @@ struct CollsimParams {
   char* mc[COLLSIM_MAX_BUFFERS];
   long long mc_stride[COLLSIM_MAX_BUFFERS];
   int mc_copies;
+  int pad1;
+  // ARG_ITER: the launch index as the host passed it. A launch captured into a CUDA graph keeps the value of
+  // its capture in every replay (kernel arguments are frozen), unlike ITER, the device launch counter (ctrl).
+  long long arg_iter;
 };
 
 struct CollsimBufferInfo {
