@@ -21,6 +21,8 @@ from collsim.ir.ops import (
     Equals,
     Fence,
     Fill,
+    HostBarrier,
+    HostMemset,
     Input,
     KernelBoundary,
     Load,
@@ -55,7 +57,8 @@ __all__ = [
     "ASSUMPTIONS", "Assumption", "get_assumption",
     # operations
     "Op", "OP_TYPES", "Store", "Load", "PollUntil", "Fence", "Atomic", "Reduce", "WriteOutput", "SyncGroup",
-    "KernelBoundary", "Loop", "MultimemLoadReduce", "MultimemStore", "MultimemRed", "Ref", "MulticastRef", "Input", "Reg", "Fill", "Predicate", "Equals", "AtLeast", "NotEqual",
+    "KernelBoundary", "Loop", "MultimemLoadReduce", "MultimemStore", "MultimemRed", "HostMemset", "HostBarrier",
+    "Ref", "MulticastRef", "Input", "Reg", "Fill", "Predicate", "Equals", "AtLeast", "NotEqual",
     "DATA_WORD", "SENTINEL_WORD",
     # programs and protocols
     "Program", "ProgramBuilder", "FlatOp", "flatten", "walk", "SourceLocation",

@@ -5,7 +5,8 @@ confusing ways: an access to an undeclared buffer or outside it, a poll that
 inspects no word (its exit condition, checked on no word at all, would be
 vacuously true), a poll on a word no rank ever writes (a certain hang), a
 register read before any operation fills it, a flag store into a layout
-without flag words.
+without flag words, a host action after a device operation of the launch or
+using the kernel's ``ITER``.
 
 Writes are tracked per word *role*: a store with a data source writes a
 line's data words, a flag (or a counter atomic, whose operand is an
@@ -16,12 +17,14 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable
+from dataclasses import fields
 from typing import Any
 
 from collsim.errors import ProtocolDefinitionError
 from collsim.ir.effects import Effects, effects
 from collsim.ir.layout import LineLayout, WordRole
-from collsim.ir.ops import Op
+from collsim.ir.expr import Expr
+from collsim.ir.ops import HOST_ACTIONS, HOST_SYMBOLS, Fill, Loop, Op, Ref
 from collsim.ir.origin import shown_path
 from collsim.ir.program import Program
 from collsim.ir.types import FillPattern
@@ -55,7 +58,7 @@ def written_roles(touch: Effects, layout: LineLayout) -> frozenset[WordRole]:
     """The word roles of ``layout`` a writing operation (its :class:`~collsim.ir.effects.Effects`) writes.
 
     A data source writes the data words, a flag the flag words; an atomic whose operand is an
-    expression (a counter) writes every word of the line.
+    expression (a counter) and a memset write every word of the line.
 
     >>> from collsim.ir.layout import counter_layout, plain_layout
     >>> from collsim.ir.ops import Atomic, Ref, Store, Input
@@ -67,7 +70,7 @@ def written_roles(touch: Effects, layout: LineLayout) -> frozenset[WordRole]:
     """
     if not touch.writes_memory:
         return frozenset()
-    if touch.atomic and not touch.sources:
+    if touch.whole_lines or (touch.atomic and not touch.sources):
         return frozenset(word.role for word in layout.words)
     roles = set()
     if touch.sources:
@@ -77,9 +80,51 @@ def written_roles(touch: Effects, layout: LineLayout) -> frozenset[WordRole]:
     return frozenset(roles)
 
 
+def _check_host_actions(program: Program, where: str, source: str | None) -> None:
+    """Host actions use the host's symbols only, and come before every device operation of the launch."""
+    device_op: Op | None = None
+
+    def visit(ops: tuple[Op, ...], loop: Loop | None) -> None:
+        nonlocal device_op
+        for op in ops:
+            if isinstance(op, Loop):
+                visit(op.body, loop or op)
+                continue
+            if not isinstance(op, HOST_ACTIONS):
+                device_op = device_op or op
+                continue
+            if loop is not None:
+                raise ProgramCheckError(f"{where}: host action {op.label} is inside loop {loop.label!r}: write one "
+                                        f"host action per range instead", op=op, file=source)
+            if device_op is not None:
+                raise ProgramCheckError(
+                    f"{where}: host action {op.label} comes after the device operation {device_op.label}: the host "
+                    f"acts between launches, so host actions come first in a program (emit them in the prologue)",
+                    op=op, file=source)
+            for value in _expressions(op):
+                extra = value.free_vars() - HOST_SYMBOLS
+                if extra:
+                    raise ProgramCheckError(
+                        f"{where}: host action {op.label} uses {', '.join(sorted(extra))}: the host knows "
+                        f"{', '.join(sorted(HOST_SYMBOLS))} (ARG_ITER is its launch count; ITER is the kernel's "
+                        f"device counter)", op=op, file=source)
+
+    visit(program.ops, None)
+
+
+def _expressions(op: Op) -> Iterable[Expr]:
+    for f in fields(op):
+        value = getattr(op, f.name)
+        if isinstance(value, Expr):
+            yield value
+        elif isinstance(value, Ref):
+            yield from (getattr(value, g.name) for g in fields(value) if isinstance(getattr(value, g.name), Expr))
+
+
 def check_program(program: Program, source: str | None = None) -> None:
     """Raise :class:`ProgramCheckError` naming the first broken rule."""
     where = f"{program.protocol}/{program.algorithm}"
+    _check_host_actions(program, where, source)
     for nranks, iteration, msg_lines in TINY_INSTANCES:
         buffers = {buf.name: buf for buf in program.buffers}
         data_bytes = max(buf.layout.data_bytes for buf in program.buffers) or 16
@@ -116,6 +161,12 @@ def check_program(program: Program, source: str | None = None) -> None:
                     layout = buffers[ref.buffer].layout
                     roles = written_roles(touch, layout)
                     written.update(key + (role,) for key in keys for role in roles)
+                    if (touch.whole_lines and layout.flag_words and touch.sources
+                            and touch.sources[0] == Fill(FillPattern.SENTINEL)):
+                        raise ProgramCheckError(
+                            f"{where}: {flat.name} memsets {ref.buffer!r} to the sentinel, but its layout "
+                            f"{layout.name} has flag words: a memset writes one pattern into every word, so "
+                            f"clear it to zero", op=op, file=source)
                     if touch.flag is not None and not layout.flag_words:
                         raise ProgramCheckError(
                             f"{where}: {flat.name} stores a flag into {ref.buffer!r}, whose layout "

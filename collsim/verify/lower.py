@@ -46,10 +46,11 @@ from collsim.errors import UnsupportedError
 from collsim.ir.assumptions import get_assumption
 from collsim.ir.buffers import Buffer
 from collsim.ir.layout import LineLayout, WordRole
-from collsim.ir.ops import (Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, MultimemLoadReduce, MultimemRed,
-                            MultimemStore, PollUntil, Predicate, Reduce, Reg, Store, SyncGroup, WriteOutput)
+from collsim.ir.ops import (AtLeast, Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
+                            MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, Predicate, Reduce, Reg, Store,
+                            SyncGroup, WriteOutput)
 from collsim.ir.protocol import Protocol
-from collsim.ir.types import FenceKind, FillPattern, Issuer, RmwOp
+from collsim.ir.types import FenceKind, FillPattern, Issuer, RmwOp, Scope, Sem
 from collsim.ir.visit import OpVisitor
 from collsim.verify.granules import atomic_groups, kept_words
 from collsim.verify.instance import Bounds, EventKind, InstrKind, Lin, VerifyEvent, VerifyInstance, VerifyInstr
@@ -147,6 +148,20 @@ def message_bytes(protocol: Protocol, algorithm: str, bounds: Bounds) -> int:
     return msg
 
 
+#: the buffer name of the host mailboxes by which the verifier pictures a host barrier's ordering
+HOST_MAILBOX = "host-barrier"
+
+
+class _MemsetAccess(NamedTuple):
+    """The memory semantics of a memset kernel's stores (what :meth:`_ElementLowering.mem_event` reads)."""
+
+    sem: Sem = Sem.WEAK
+    scope: Scope = Scope.SYS
+
+
+_MEMSET_ACCESS = _MemsetAccess()
+
+
 class _Site(NamedTuple):
     """Where a bound operation runs: its name (``label[k=1]``), rank, launch, the rank's registers, the symbols."""
 
@@ -189,6 +204,7 @@ class _ElementLowering(OpVisitor):
         self.kept: dict[str, tuple[int, ...]] = {}
         self.bar_count = [0] * bounds.ranks
         self.next_group = 0
+        self.host_barriers: dict[int, int] = {}  # rank -> host barriers lowered so far
         self.signature: list[str] = []
         for buf in self.program.buffers:
             words, note = kept_words(buf.layout, bounds.max_lanes)
@@ -493,6 +509,54 @@ class _ElementLowering(OpVisitor):
 
     def visit_loop(self, op: Loop, site: _Site) -> None:
         raise TypeError("the verifier lowers flattened programs: Program.flatten unrolls every Loop")
+
+    # -- host actions (between launches) ----------------------------------------
+    def launch_starts(self, site: _Site) -> None:
+        """The kernel starts after the host action completed: stream order, as at a launch boundary."""
+        self.fences(range(self.T), site, "sc", "sys")
+        self.barrier(site.rank, site.name, site.iteration)
+
+    def visit_host_memset(self, op: HostMemset, site: _Site) -> None:
+        """Plain stores of the pattern into every modelled word of the range, by the rank's thread 0 (the
+        memset kernel runs alone on the stream, after the previous launch's boundary), then the launch starts."""
+        buf = self.buffers[op.dst.buffer]
+        layout = buf.layout
+        sentinel = op.pattern is FillPattern.SENTINEL
+        if sentinel and self.sentinel is None:
+            raise UnsupportedError(f"{site.name} memsets {buf.name} to the sentinel, but the protocol names none")
+        thread = self.thread_of(site.rank, 0)
+        for j in range(op.dst.lines):
+            instr = self.new_instr(thread, InstrKind.STORE, site.name, site.iteration)
+            for w in self.kept[buf.name]:  # word by word: no assumption makes a memset's words one unit
+                value = self.sentinel if sentinel and layout.words[w].role is WordRole.DATA else 0
+                self.mem_event(instr, EventKind.WRITE, _MEMSET_ACCESS, op.dst, j, w, site.env,
+                               value=Lin.const(value), fill=op.pattern)
+        self.launch_starts(site)
+
+    def visit_host_barrier(self, op: HostBarrier, site: _Site) -> None:
+        """Every rank's host meets every other's: thread 0 drains (``fence.sc.sys``), stores the k-th arrival
+        into each peer's host mailbox with release and waits with acquire for every peer's, then the launch
+        starts. (A host collective is no GPU memory; the mailbox is the verifier's picture of its ordering.)"""
+        rank, n = site.rank, self.bounds.ranks
+        k = self.host_barriers[rank] = self.host_barriers.get(rank, 0) + 1
+        thread = self.thread_of(rank, 0)
+        self.fences([0], site, "sc", "sys")
+        for peer in [(rank + 1 + i) % n for i in range(n - 1)]:
+            instr = self.new_instr(thread, InstrKind.STORE, site.name, site.iteration)
+            self.host_event(instr, EventKind.WRITE, (HOST_MAILBOX, peer, rank, 0), rank, "release",
+                            value=Lin.const(k))
+        until = AtLeast(k).bind({})
+        for peer in [(rank + 1 + i) % n for i in range(n - 1)]:
+            instr = self.new_instr(thread, InstrKind.POLL, site.name, site.iteration, until)
+            ev = self.host_event(instr, EventKind.READ, (HOST_MAILBOX, rank, peer, 0), peer, "acquire")
+            ev.polled = True
+        self.launch_starts(site)
+
+    def host_event(self, instr: VerifyInstr, kind: EventKind, loc: tuple, region: int, sem: str,
+                   **kw: Any) -> VerifyEvent:
+        self.init.setdefault(loc, 0)
+        return self.add_event(instr, kind=kind, loc=loc, sem=sem, scope="sys", role=WordRole.FLAG.value, slot=0,
+                              region=region, line=0, word=0, **kw)
 
     # -- driver --------------------------------------------------------------
     def run(self) -> VerifyInstance:

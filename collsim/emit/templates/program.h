@@ -101,6 +101,7 @@ struct CollsimProgramInfo {
   int n_kernels;
   const char* emitter;
   int multicast;             // uses multimem ops: needs multicast objects (NVLink SHARP, sm_90)
+  int host_barrier;          // the hosts meet before every launch: every rank's stream drains first (no graphs)
 };
 
 // dtype codes (see harness_host.h): 0 fp32, 1 bf16, 2 int32.
