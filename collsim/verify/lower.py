@@ -49,6 +49,7 @@ from collsim.ir.protocol import Protocol
 from collsim.ir.types import FenceKind, FillPattern, Issuer, RmwOp
 from collsim.ir.visit import OpVisitor
 from collsim.verify.granules import atomic_groups, kept_words
+from collsim.verify.events import Placement
 from collsim.verify.instance import Bounds, EventKind, InstrKind, Lin, VerifyEvent, VerifyInstance, VerifyInstr
 
 __all__ = ["lower_instance", "message_bytes"]
@@ -100,7 +101,7 @@ class _ElementLowering(OpVisitor):
         self.T = bounds.threads
         nthreads = bounds.ranks * self.T
         self.threads: list[list[VerifyInstr]] = [[] for _ in range(nthreads)]
-        self.placement = [(t // self.T, t // self.T, t // self.T) for t in range(nthreads)]
+        self.placement = [Placement(cta=t // self.T, gpu=t // self.T, rank=t // self.T) for t in range(nthreads)]
         self.init: dict[tuple, int] = {}
         self.outputs: dict[tuple, Lin | None] = {}
         self.expected: dict[tuple, Lin] = {}
@@ -131,7 +132,7 @@ class _ElementLowering(OpVisitor):
         return instr
 
     def add_event(self, instr: VerifyInstr, **kw: Any) -> VerifyEvent:
-        ev = VerifyEvent(id=len(self.events), thread=instr.thread, rank=self.placement[instr.thread][0],
+        ev = VerifyEvent(id=len(self.events), thread=instr.thread, rank=self.placement[instr.thread].rank,
                          instr=instr.index, label=instr.label, iteration=instr.iteration, **kw)
         self.events.append(ev)
         instr.events.append(ev)
@@ -358,30 +359,22 @@ class _ElementLowering(OpVisitor):
                 for flat in self.program.flatten(env):
                     self.signature.append(f"{rank}/{iteration}/{flat.name}:{flat.op!r}")
                     self.visit(flat.op, _Site(flat.name, rank, iteration, regs, env))
-        instrs = [i for thread in self.threads for i in thread]
-        for n, instr in enumerate(instrs):
-            instr.id = n
-            for ev in instr.events:
-                if instr.kind == InstrKind.POLL:
-                    ev.poll = n
-        locs: dict[tuple, list[VerifyEvent]] = {}
-        wgroups: dict[int, list[VerifyEvent]] = {}
-        rgroups: dict[int, list[VerifyEvent]] = {}
-        for ev in self.events:
-            if ev.loc is not None:
-                locs.setdefault(ev.loc, []).append(ev)
-            if ev.wgroup is not None:
-                wgroups.setdefault(ev.wgroup, []).append(ev)
-            if ev.rgroup is not None:
-                rgroups.setdefault(ev.rgroup, []).append(ev)
-        return VerifyInstance(
+        for instr in (i for thread in self.threads for i in thread):
+            if instr.kind == InstrKind.POLL:
+                for ev in instr.events:
+                    ev.poll = -1  # set to the instruction's id once the program numbers them
+        low = VerifyInstance(
             protocol=self.protocol.name, algorithm=self.algorithm, bounds=self.bounds, msg=self.msg,
-            assumptions=self.assumptions, events=self.events, threads=self.threads, placement=self.placement,
-            init=self.init, outputs=self.outputs, expected_outputs=self.expected, word_bytes=self.word_bytes,
-            elements=self.elements, sentinel=self.sentinel, forbidden_word=self.program.forbidden_word,
-            notes=self.notes, instrs=instrs, locs=locs, wgroups=wgroups, rgroups=rgroups,
+            assumptions=self.assumptions, threads=self.threads, placement=self.placement, init=self.init,
+            outputs=self.outputs, expected_outputs=self.expected, word_bytes=self.word_bytes, elements=self.elements,
+            sentinel=self.sentinel, forbidden_word=self.program.forbidden_word, notes=self.notes,
             flat_signature="\n".join(self.signature),
         )
+        for instr in low.instrs:
+            for ev in instr.events:
+                if instr.kind == InstrKind.POLL:
+                    ev.poll = instr.id
+        return low
 
     def expected_sum(self, iteration: int, element: int) -> None:
         total = Lin.const(0)

@@ -200,7 +200,7 @@ class _Builder:
             stuck = self.ex.stuck.get(instr.id) if self.ex.live else None
             if stuck is not None and _true(self.m, stuck):
                 note = (note + "; " if note else "") + "stuck here forever"
-        rank, _, _ = low.placement[instr.thread]
+        rank = low.rank_of(instr.thread)
         return CounterexampleStep(rank=rank, thread=instr.thread % low.bounds.threads, iteration=instr.iteration, op=instr.label,
                     action=kinds.get(instr.kind, instr.kind), target=target, values=values, note=note, mark=mark)
 
@@ -340,7 +340,7 @@ def build_counterexample(query, ex, model: z3.ModelRef, ref: RefRun | None) -> C
             texts.append(f"word {e.word} holds {describe_value(_num(model, ex.rval(e)), low, e.role)} "
                          f"(last written by {_writer_text(w, low)})")
         want = instr.predicate.describe()
-        reason = (f"rank {low.placement[instr.thread][0]} thread {instr.thread % low.bounds.threads} waits at "
+        reason = (f"rank {low.rank_of(instr.thread)} thread {instr.thread % low.bounds.threads} waits at "
                   f"{instr.label} (iteration {instr.iteration}) for {want} but {'; '.join(texts)}, and no thread "
                   f"that is still running will write it again")
         return Counterexample(prop, reason, b.timeline([instr], {instr.id: "waits forever"}), {"poll": instr.label})

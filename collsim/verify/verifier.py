@@ -34,10 +34,10 @@ from collsim.verify import cache as _cache
 from collsim.verify.instance import Bounds, VerifyInstance
 from collsim.verify.lower import lower_instance
 from collsim.verify.reference import reference_run
+from collsim.verify.models import Encoding, encode
 from collsim.verify.properties import (
     PROPERTIES,
     PROPERTY_TITLES,
-    Execution,
     Query,
     data_race,
     hang,
@@ -318,7 +318,7 @@ class _Checker:
         self.ctx = ctx
         self.ref = reference_run(low)
 
-    def _solve(self, ex: Execution, queries: list[Query], base_check: bool = True) -> dict[str, PropertyResult]:
+    def _solve(self, ex: Encoding, queries: list[Query], base_check: bool = True) -> dict[str, PropertyResult]:
         out: dict[str, PropertyResult] = {}
         start = time.perf_counter()
         s = ex.solver(self.timeout)
@@ -373,7 +373,7 @@ class _Checker:
         term = []
         ex = None
         if any(p in props for p in ("stale-read", "torn-read", "data-race", "postcondition")):
-            ex = Execution(low, self.model, ctx=self.ctx)
+            ex = encode(low, self.model, ctx=self.ctx)
             if "stale-read" in props and ref_ok:
                 term.append(stale_or_early(ex, self.ref, "stale"))
             if "torn-read" in props and ref_ok:
@@ -389,7 +389,7 @@ class _Checker:
             results.update(self._solve(ex, term))
         live = []
         if "hang" in props or ("early-overwrite" in props and ref_ok):
-            lx = Execution(low, self.model, liveness=True, ctx=self.ctx)
+            lx = encode(low, self.model, liveness=True, ctx=self.ctx)
             if "hang" in props:
                 live.append(hang(lx))
             if "early-overwrite" in props and ref_ok:
@@ -401,7 +401,7 @@ class _Checker:
                 results["sentinel-collision"] = PropertyResult(
                     "sentinel-collision", "holds", self.bound, 0.0, note="no poll compares data against a sentinel")
             else:
-                cx = Execution(low, self.model, liveness=True, symbolic_inputs=True, ctx=self.ctx)
+                cx = encode(low, self.model, liveness=True, symbolic_inputs=True, ctx=self.ctx)
                 q = sentinel_collision(cx, with_domain)
                 if with_domain and low.forbidden_word is not None:
                     q.note = "under the protocol's data-domain restriction"
