@@ -28,8 +28,9 @@ def _consumers(low: VerifyInstance):
     return [e for e in low.events if e.consumer]
 
 
-def consumer_values(low: VerifyInstance, model: str, causality: str = "vector-clock") -> set[tuple[int, ...]]:
-    ex = encode(low, model, causality=causality, ctx=z3.Context())
+def consumer_values(low: VerifyInstance, model: str, causality: str = "vector-clock", prune: bool = True,
+                    liveness: bool = False) -> set[tuple[int, ...]]:
+    ex = encode(low, model, causality=causality, ctx=z3.Context(), prune=prune, liveness=liveness)
     s = ex.solver(300)
     terms = [ex.rval(e) for e in _consumers(low)]
     found: set[tuple[int, ...]] = set()
@@ -183,6 +184,21 @@ MODEL_CASES = [("ll", None), ("ll", ()), ("ll128", None), ("ll128", ()), ("senti
 def test_vector_clocks_agree_with_the_relational_encoding(name, assumptions, model):
     low = _low(name, assumptions)
     assert consumer_values(low, model, "vector-clock") == consumer_values(low, model, "relational")
+
+
+@pytest.mark.parametrize("model", ["ptx", "sc"])
+@pytest.mark.parametrize("name,assumptions", MODEL_CASES)
+def test_static_pruning_removes_no_execution(name, assumptions, model):
+    """The reads-from candidates the static analysis drops are ones no execution uses (also when polls may hang)."""
+    low = _low(name, assumptions)
+    for liveness in (False, True):
+        assert (consumer_values(low, model, prune=True, liveness=liveness)
+                == consumer_values(low, model, prune=False, liveness=liveness)), liveness
+
+
+def test_static_pruning_drops_candidates():
+    low = _low("barrier", None)
+    assert encode(low, "ptx", ctx=z3.Context()).pruned > 0
 
 
 def test_weak_behaviour_is_visible_only_under_ptx():

@@ -118,6 +118,14 @@ def _agree(spec, model: str) -> None:
     assert clocks.values == relational.values, (spec, sorted(clocks.values ^ relational.values))
 
 
+def _prunes_nothing(spec, model: str) -> None:
+    prog, terms = build(spec)
+    full = outcomes(prog, terms, model=model, timeout_s=120, prune=False)
+    assert full.complete, full.reason
+    pruned = outcomes(prog, terms, model=model, timeout_s=120)
+    assert pruned.values == full.values, (spec, sorted(pruned.values ^ full.values))
+
+
 _FEW = settings(max_examples=8, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow])
 _MANY = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -136,3 +144,10 @@ def test_random_programs_agree_under_both_encodings(spec, model):
 @given(spec=program_strategy)
 def test_many_random_programs_agree_under_both_encodings(spec, model):
     _agree(spec, model)
+
+
+@pytest.mark.parametrize("model", ["ptx", "sc"])
+@_FEW
+@given(spec=program_strategy)
+def test_random_programs_lose_no_outcome_to_static_pruning(spec, model):
+    _prunes_nothing(spec, model)

@@ -530,17 +530,21 @@ class Program:
                 ctrl |= {e.id for e in prev.events if e.is_read}
         return frozenset(ctrl)
 
-    def groups_under(self, assumptions: frozenset[str] | None) -> list[AtomicGroup]:
-        """The atomic groups that exist under one set of assumptions (``None``: the unconditional ones)."""
-        return [g for g in self.groups if g.when is None or (assumptions is not None and assumptions in g.when)]
+    #: the hardware assumptions the program is meant under: groups that exist under them are enforced by default
+    assumption_set: frozenset[str] = frozenset()
+
+    def groups_under(self, assumptions: frozenset[str] | None = None) -> list[AtomicGroup]:
+        """The atomic groups that exist under one set of assumptions (default: :attr:`assumption_set`)."""
+        key = self.assumption_set if assumptions is None else frozenset(assumptions)
+        return [g for g in self.groups if g.when is None or key in g.when]
 
     @property
     def wgroups(self) -> dict[int, list[Event]]:
-        return {g.id: g.members for g in self.groups if g.kind == "w" and g.when is None}
+        return {g.id: g.members for g in self.groups_under() if g.kind == "w"}
 
     @property
     def rgroups(self) -> dict[int, list[Event]]:
-        return {g.id: g.members for g in self.groups if g.kind == "r" and g.when is None}
+        return {g.id: g.members for g in self.groups_under() if g.kind == "r"}
 
     # -- building from flat events (litmus, hand-written programs) --------------
     @classmethod

@@ -108,6 +108,7 @@ class VerifyInstance(Program):
         self.bounds = bounds
         self.msg = msg
         self.assumptions_active = assumptions
+        self.assumption_set = frozenset(assumptions)
         self.outputs = outputs
         self.expected_outputs = expected_outputs
         self.word_bytes = word_bytes

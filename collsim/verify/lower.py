@@ -49,7 +49,7 @@ from collsim.ir.protocol import Protocol
 from collsim.ir.types import FenceKind, FillPattern, Issuer, RmwOp
 from collsim.ir.visit import OpVisitor
 from collsim.verify.granules import atomic_groups, kept_words
-from collsim.verify.events import Placement
+from collsim.verify.events import AtomicGroup, Placement
 from collsim.verify.instance import Bounds, EventKind, InstrKind, Lin, VerifyEvent, VerifyInstance, VerifyInstr
 
 __all__ = ["lower_instance", "message_bytes"]
@@ -85,12 +85,18 @@ class _ElementLowering(OpVisitor):
 
     consumer = "the verifier's lowering"
 
-    def __init__(self, protocol: Protocol, algorithm: str, bounds: Bounds, assumptions: tuple[str, ...]) -> None:
+    def __init__(self, protocol: Protocol, algorithm: str, bounds: Bounds, assumptions: tuple[str, ...],
+                 recheck: bool = False) -> None:
         self.protocol = protocol
         self.algorithm = algorithm
         self.bounds = bounds
         self.assumptions = assumptions
         self.active = [get_assumption(a) for a in assumptions]
+        full = frozenset(assumptions)
+        #: the assumption sets whose atomic groups the instance carries: the declared ones, and for the
+        #: verifier's re-checks each of them without one assumption
+        self.group_sets = [full] + ([full - {a} for a in assumptions] if recheck else [])
+        self.groups: list[AtomicGroup] = []
         self.program = generate(protocol, algorithm)
         self.buffers = {b.name: b for b in self.program.buffers}
         self.msg = message_bytes(protocol, algorithm, bounds)
@@ -198,10 +204,19 @@ class _ElementLowering(OpVisitor):
         return [src]
 
     def groups_for(self, ev_by_word: dict[int, VerifyEvent], layout: LineLayout, attr: str) -> None:
-        for chunk in atomic_groups(layout, ev_by_word, self.active):
+        """The atomic groups of one line access under each assumption set (the events keep those of the first)."""
+        found: dict[tuple[int, ...], tuple[list[int], set[frozenset[str]]]] = {}
+        for sset in self.group_sets:
+            for chunk in atomic_groups(layout, ev_by_word, [get_assumption(a) for a in self.assumptions if a in sset]):
+                key = tuple(ev_by_word[w].id for w in chunk)
+                found.setdefault(key, (chunk, set()))[1].add(sset)
+        for chunk, sets in found.values():
             gid = self.group_id()
-            for w in chunk:
-                setattr(ev_by_word[w], attr, gid)
+            members = [ev_by_word[w] for w in chunk]
+            self.groups.append(AtomicGroup(gid, "w" if attr == "wgroup" else "r", members, frozenset(sets)))
+            if self.group_sets[0] in sets:
+                for m in members:
+                    setattr(m, attr, gid)
 
     def output(self, rank: int, iteration: int, byte: int, value: Lin | None) -> None:
         element = byte // self.word_bytes
@@ -368,7 +383,7 @@ class _ElementLowering(OpVisitor):
             assumptions=self.assumptions, threads=self.threads, placement=self.placement, init=self.init,
             outputs=self.outputs, expected_outputs=self.expected, word_bytes=self.word_bytes, elements=self.elements,
             sentinel=self.sentinel, forbidden_word=self.program.forbidden_word, notes=self.notes,
-            flat_signature="\n".join(self.signature),
+            flat_signature="\n".join(self.signature), groups=self.groups,
         )
         for instr in low.instrs:
             for ev in instr.events:
@@ -385,12 +400,14 @@ class _ElementLowering(OpVisitor):
 
 
 def lower_instance(protocol: Protocol, algorithm: str, bounds: Bounds | None = None,
-                   assumptions: Iterable[str] | None = None) -> VerifyInstance:
+                   assumptions: Iterable[str] | None = None, *, recheck: bool = False) -> VerifyInstance:
     """Unroll ``protocol`` under ``algorithm`` into the element events of a tiny instance.
 
-    ``assumptions`` defaults to the protocol's declared ones; the verifier
-    passes a subset to re-check without one.
+    ``assumptions`` defaults to the protocol's declared ones. With
+    ``recheck``, the instance also carries the atomic groups of every set of
+    them that lacks one assumption (:class:`~collsim.verify.events.AtomicGroup`
+    ``when``), so one encoding answers the verifier's re-checks.
     """
     bounds = bounds or Bounds()
     active = tuple(protocol.assumptions if assumptions is None else assumptions)
-    return _ElementLowering(protocol, algorithm, bounds, active).run()
+    return _ElementLowering(protocol, algorithm, bounds, active, recheck).run()

@@ -64,7 +64,11 @@ def normalize_property(name: str) -> str:
 
 @dataclass
 class Query:
-    """A property as a formula over an execution, plus how to explain a model of it."""
+    """A property as a formula over an execution, plus how to explain a model of it.
+
+    ``formula`` is the disjunction of the witnesses' literals, conjoined with
+    ``premise`` where the property has one (the data domain).
+    """
 
     property: str
     formula: Any
@@ -72,6 +76,12 @@ class Query:
     liveness: bool = False
     symbolic_inputs: bool = False
     note: str | None = None
+    premise: Any = None
+
+    def restrict(self, ex: Encoding, witnesses: list[tuple[Any, dict]]) -> Any:
+        """The formula of this property over ``witnesses`` only (a subset of its own)."""
+        formula = _any_of(ex, witnesses)
+        return formula if self.premise is None else z3.And(formula, self.premise)
 
 
 def _any_of(ex: Encoding, lits: list[tuple[Any, dict]]) -> Any:
@@ -136,17 +146,26 @@ def torn(ex: Encoding, ref: RefRun) -> Query:
         intended = {None if ref.rf.get(r.id) is None else owner[ref.rf[r.id]] for r in reads}
         if len(intended) != 1:
             continue  # written by several instructions even in the intended run
-        src = {}
+        # reads_from[r][I]: read r reads from (a write of) store instruction I (-1: the initial value)
+        reads_from: dict[int, dict[int, list[Any]]] = {}
         for r in reads:
-            var = ex.fresh(f"src{r.id}", "int")
-            src[r.id] = var
+            by_instr: dict[int, list[Any]] = {}
             for w in ex.cands[r.id]:
-                ex.cons.append(z3.Implies(ex.rf_lit(w, r), var == (-1 if w is None else owner[w.id])))
+                by_instr.setdefault(-1 if w is None else owner[w.id], []).append(ex.rf_lit(w, r))
+            reads_from[r.id] = by_instr
         first = reads[0]
         for r in reads[1:]:
-            lit = src[r.id] != src[first.id]
+            mine, theirs = reads_from[first.id], reads_from[r.id]
+            # the two reads' source instructions differ: first reads from some I that r does not read from
+            parts = [z3.And(_or(ex, lits_i), z3.Not(_or(ex, theirs[i])) if i in theirs else ex.true())
+                     for i, lits_i in mine.items()]
+            lit = _or(ex, parts)
             lits.append((lit, {"instr": instr, "reads": reads}))
     return Query("torn-read", _any_of(ex, lits), lits)
+
+
+def _or(ex: Encoding, terms: list[Any]) -> Any:
+    return terms[0] if len(terms) == 1 else z3.Or(terms, ex.ctx) if terms else ex.false()
 
 
 def data_race(ex: Encoding) -> Query:
@@ -161,6 +180,8 @@ def data_race(ex: Encoding) -> Query:
                     continue
                 if ex.model == "sc" and a.strong and b.strong:
                     continue
+                if a.virtual_loc == b.virtual_loc and (ex.static.before(a, b) or ex.static.before(b, a)):
+                    continue  # ordered by causality in every execution (known before solving)
                 lit = z3.And(ex.exe(a), ex.exe(b), z3.Not(ex.cause(a, b)), z3.Not(ex.cause(b, a)))
                 lits.append((lit, {"a": a, "b": b}))
     return Query("data-race", _any_of(ex, lits), lits)
@@ -205,10 +226,12 @@ def sentinel_collision(ex: Encoding, with_domain: bool) -> Query:
         lit = z3.And(ex.exe(w), ex.lin(w.value) == sentinel_locs[w.loc])
         lits.append((lit, {"write": w, "sentinel": sentinel_locs[w.loc]}))
     formula = _any_of(ex, lits)
+    premise = None
     if with_domain and low.forbidden_word is not None:
         restriction = [t != low.forbidden_word for t in ex.input_terms.values()]
         for w in low.events:  # partial sums stored from registers
             if w.is_write and w.fill is None and w.role == "data" and w.value is not None and len(w.value.terms) > 1:
                 restriction.append(ex.lin(w.value) != low.forbidden_word)
-        formula = z3.And(formula, z3.And(restriction, ex.ctx))
-    return Query("sentinel-collision", formula, lits, liveness=True, symbolic_inputs=True)
+        premise = z3.And(restriction, ex.ctx)
+        formula = z3.And(formula, premise)
+    return Query("sentinel-collision", formula, lits, liveness=True, symbolic_inputs=True, premise=premise)

@@ -120,7 +120,7 @@ def check(solver: z3.Solver, *assumptions: z3.BoolRef) -> tuple[str, str | None]
 
 
 def encode(program: Program, model: str = "ptx", timeout_s: float | None = DEFAULT_TIMEOUT_S, *,
-           causality: str = DEFAULT_CAUSALITY) -> tuple[Encoding, z3.Solver]:
+           causality: str = DEFAULT_CAUSALITY, prune: bool = True) -> tuple[Encoding, z3.Solver]:
     """Encode ``program`` under ``model`` into a fresh solver; returns both.
 
     Use this for several questions about one program: push/pop around each
@@ -128,7 +128,7 @@ def encode(program: Program, model: str = "ptx", timeout_s: float | None = DEFAU
     The solver and every term of the encoding live in the context of the
     program's own terms (that of its value sort).
     """
-    enc = encode_program(program, model, causality=causality)
+    enc = encode_program(program, model, causality=causality, prune=prune)
     solver = make_solver(timeout_s, enc.ctx)
     solver.add(enc.cons)
     return enc, solver
@@ -194,14 +194,14 @@ def always(program: Program, condition: Condition, *, model: str = "ptx",
 
 def outcomes(program: Program, terms: Mapping[str, Any], *, model: str = "ptx",
              timeout_s: float | None = DEFAULT_TIMEOUT_S, limit: int = 10_000,
-             causality: str = DEFAULT_CAUSALITY) -> OutcomeSet:
+             causality: str = DEFAULT_CAUSALITY, prune: bool = True) -> OutcomeSet:
     """Every tuple of values of ``terms`` (name -> z3 term) over allowed executions.
 
     ``timeout_s`` bounds the whole enumeration.
     """
     start = time.perf_counter()
     names = tuple(terms)
-    enc, solver = encode(program, model, timeout_s, causality=causality)
+    enc, solver = encode(program, model, timeout_s, causality=causality, prune=prune)
     done = len(enc.cons)
     exprs = [_condition(enc, t) if callable(t) and not isinstance(t, z3.ExprRef) else enc.term(t)
              for t in terms.values()]

@@ -59,6 +59,7 @@ from collsim.errors import InputError
 from collsim.verify.events import (INDEPENDENT_RMW_OPS, VALUE_PREFIX, Event, EventKind, Instr, InstrKind, Program,
                                    rmw_result)
 from collsim.verify.models.causality import strategy
+from collsim.verify.models.static import StaticOrder, prune_candidates
 from collsim.verify.models.witness import Witness, linearise
 from collsim.verify.terms import Lin
 
@@ -98,8 +99,11 @@ class Encoding:
     model = "base"
 
     def __init__(self, program: Program, *, causality: Any = "vector-clock", liveness: bool = False,
-                 symbolic_inputs: bool = False, ctx: z3.Context | None = None) -> None:
+                 symbolic_inputs: bool = False, ctx: z3.Context | None = None, group_literals: bool = False,
+                 input_literal: bool = False, prune: bool = True) -> None:
         self.program = program
+        self.prune = prune
+        self.group_literals = group_literals
         self.ctx = ctx if ctx is not None else program.sort.ctx
         self.live = liveness
         self.symbolic = symbolic_inputs
@@ -115,6 +119,11 @@ class Encoding:
         for key, value in env.items():
             self.input_terms[key] = (z3.Int("in_%d_%d_%d" % key[1:], ctx=self.ctx) if symbolic_inputs
                                      else z3.IntVal(value, ctx=self.ctx))
+        #: with symbolic inputs and ``input_literal``: assuming this literal makes every input its constant
+        self.concrete = z3.Bool("concrete", ctx=self.ctx)
+        if symbolic_inputs and input_literal:
+            for key, value in env.items():
+                self.cons.append(z3.Implies(self.concrete, self.input_terms[key] == value))
         self.read_var: dict[int, Any] = {e.id: z3.Const(VALUE_PREFIX + e.name, self.sort) for e in self.ev
                                          if e.is_read}
         self._build_exec()
@@ -200,6 +209,8 @@ class Encoding:
         self.stuck: dict[int, Any] = {}
         self.reached: dict[tuple[int, Any], Any] = {}
         self.guards = {e.id: self._guard(e) for e in self.ev}
+        #: liveness: assuming this literal leaves no poll stuck (the executions in which every thread finishes)
+        self.finish = z3.Bool("finish", ctx=self.ctx)
         if not self.live:
             self._exec = {e.id: (self.guards[e.id] if self.guards[e.id] is not None else self.true()) for e in self.ev}
             return
@@ -219,6 +230,7 @@ class Encoding:
                     s = z3.Bool(f"stuck_{instr.id}", ctx=self.ctx)
                     self.stuck[instr.id] = s
                     self.cons.append(z3.Implies(s, self.reached[(t, instr.index)]))
+                    self.cons.append(z3.Implies(self.finish, z3.Not(s)))
 
     def _link_reached(self, complete: dict[int, Any]) -> None:
         """Liveness: a thread gets past an instruction when it reached it, is not stuck there and its barriers complete."""
@@ -301,10 +313,13 @@ class Encoding:
         self.cands: dict[int, list[Event | None]] = {}
         guarded = self.live or any(g is not None for g in self.guards.values())
         for r in self.ev:
+            if r.is_read:
+                self.cands[r.id] = [w for w in [None] + self.program.writes_at(r.loc) if self._candidate_ok(w, r)]
+        self.pruned, self.static = prune_candidates(self) if self.prune else (0, StaticOrder())
+        for r in self.ev:
             if not r.is_read:
                 continue
-            cands = [w for w in [None] + self.program.writes_at(r.loc) if self._candidate_ok(w, r)]
-            self.cands[r.id] = cands
+            cands = self.cands[r.id]
             lits = []
             for w in cands:
                 v = z3.Bool(f"rf_{'i' if w is None else w.id}_{r.id}", ctx=self.ctx)
@@ -349,30 +364,61 @@ class Encoding:
         raise NotImplementedError
 
     def _build_co(self) -> None:
-        self.co: dict[tuple[int, int], Any] = {}
+        """Coherence order per location (module doc), encoded by how much of it can vary.
+
+        Writes of one thread through one virtual address are ordered by
+        program order; a location written that way only needs no unknowns. At
+        any other location every write gets an integer position (a linear
+        extension of coherence order): a pair the model must order is ordered
+        as the positions say, a pair it need not order is related only if a
+        Bool ``co_<a>_<b>`` says so. Transitivity only needs stating where it
+        ends at such a pair; the positions give the rest.
+        """
+        self.co_pos: dict[int, Any] = {}
+        self._co_static: dict[tuple[int, int], bool] = {}
+        self._co_rel: dict[tuple[int, int], Any] = {}
+        self._co_cache: dict[tuple[int, int], Any] = {}
+        self._rpos: dict[int, Any] = {}
+        self._fr_cache: dict[tuple[int, int], Any] = {}
         for loc in self.program.locs:
             ws = self.program.writes_at(loc)
+            ordered = []
             for i, a in enumerate(ws):
                 for b in ws[i + 1:]:
-                    if a.thread == b.thread and a.virtual_loc == b.virtual_loc and a.instr != b.instr:
-                        first, second = (a, b) if a.instr < b.instr else (b, a)
-                        self.co[(first.id, second.id)] = self.true()
-                        self.co[(second.id, first.id)] = self.false()
+                    if a.virtual_loc != b.virtual_loc or (a.thread == b.thread and a.instr == b.instr):
                         continue
-                    ab = z3.Bool(f"co_{a.id}_{b.id}", ctx=self.ctx)
-                    if self.must_order(a, b):
-                        ba = z3.Not(ab)
+                    # program order, or base causality known before solving (Coherence: then coherence order)
+                    if self.static.before(a, b):
+                        first, second = a, b
+                    elif self.static.before(b, a):
+                        first, second = b, a
                     else:
-                        ba = z3.Bool(f"co_{b.id}_{a.id}", ctx=self.ctx)
-                        self.cons.append(z3.Not(z3.And(ab, ba)))
-                    self.co[(a.id, b.id)] = ab
-                    self.co[(b.id, a.id)] = ba
-            for a in ws:
-                for b in ws:
-                    for c in ws:
-                        if len({a.id, b.id, c.id}) == 3:
-                            self.cons.append(z3.Implies(z3.And(self.co[(a.id, b.id)], self.co[(b.id, c.id)]),
-                                                        self.co[(a.id, c.id)]))
+                        continue
+                    self._co_static[(first.id, second.id)] = True
+                    self._co_static[(second.id, first.id)] = False
+                    ordered.append((first, second))
+            if len(ws) < 2 or len(ordered) == len(ws) * (len(ws) - 1) // 2:
+                continue
+            for w in ws:
+                self.co_pos[w.id] = z3.Int(f"co_{w.id}", ctx=self.ctx)
+                self.cons.append(self.co_pos[w.id] >= 0)
+            self.cons.append(z3.Distinct([self.co_pos[w.id] for w in ws]))
+            for first, second in ordered:
+                self.cons.append(self.co_pos[first.id] < self.co_pos[second.id])
+            loose = []
+            for i, a in enumerate(ws):
+                for b in ws[i + 1:]:
+                    if (a.id, b.id) not in self._co_static and not self.must_order(a, b):
+                        self._co_rel[(a.id, b.id)] = self._co_rel[(b.id, a.id)] = \
+                            z3.Bool(f"co_{a.id}_{b.id}", ctx=self.ctx)
+                        loose.append((a, b))
+            for a, c in loose:
+                for x, z in ((a, c), (c, a)):
+                    for b in ws:
+                        if b.id in (x.id, z.id):
+                            continue
+                        self.cons.append(z3.Implies(z3.And(self.wr(b), self.co_lit(x, b), self.co_lit(b, z)),
+                                                    self._co_rel[(x.id, z.id)]))
 
     def co_lit(self, a: Event | None, b: Event | None) -> Any:
         """``a`` before ``b`` in coherence order (``None`` is the initial write)."""
@@ -382,17 +428,59 @@ class Encoding:
             return self.true()
         if a.id == b.id:
             return self.false()
-        return self.co[(a.id, b.id)]
+        key = (a.id, b.id)
+        if key in self._co_static:
+            return self.true() if self._co_static[key] else self.false()
+        cached = self._co_cache.get(key)
+        if cached is None:
+            lt = self.co_pos[a.id] < self.co_pos[b.id]
+            rel = self._co_rel.get(key)
+            cached = lt if rel is None else z3.And(rel, lt)
+            self._co_cache[key] = cached
+        return cached
+
+    def _read_pos(self, r: Event) -> Any:
+        """The coherence position of the write ``r`` reads from (-1: the initial value)."""
+        if r.id not in self._rpos:
+            v = z3.Int(f"rpos_{r.id}", ctx=self.ctx)
+            self._rpos[r.id] = v
+            for w in self.cands[r.id]:
+                self.cons.append(z3.Implies(self.rf_lit(w, r), v == (-1 if w is None else self.co_pos[w.id])))
+        return self._rpos[r.id]
+
+    def fr(self, r: Event, w: Event) -> Any:
+        """``r`` reads from a write coherence-before ``w`` (whether ``w`` runs aside)."""
+        key = (r.id, w.id)
+        if key in self._fr_cache:
+            return self._fr_cache[key]
+        srcs = [src for src in self.cands[r.id] if src is None or src.id != w.id]
+        if w.id not in self.co_pos:
+            terms = [self.rf_lit(src, r) for src in srcs if src is None or self._co_static.get((src.id, w.id))]
+        else:
+            ordered = [src for src in srcs if src is None or (src.id, w.id) in self._co_static
+                       or self.must_order(src, w)]
+            loose = [src for src in srcs if src is not None and src not in ordered]
+            terms = [z3.And(self.rf_lit(src, r), self.co_lit(src, w)) for src in loose]
+            if ordered:
+                if not loose:
+                    which = self.exe(r)
+                elif len(ordered) <= len(loose) + 1:
+                    which = z3.Or([self.rf_lit(src, r) for src in ordered])
+                else:
+                    which = z3.And(self.exe(r), z3.Not(z3.Or([self.rf_lit(src, r) for src in loose])))
+                terms.append(z3.And(which, self._read_pos(r) < self.co_pos[w.id]))
+        out = self.false() if not terms else terms[0] if len(terms) == 1 else z3.Or(terms)
+        self._fr_cache[key] = out
+        return out
 
     def fr_pairs(self, r: Event) -> Iterable[tuple[Any, Event]]:
         """(condition, w) such that the condition means ``r`` reads from a write coherence-before ``w``."""
         for w in self.program.writes_at(r.loc):
             if w.id == r.id:
                 continue
-            terms = [z3.And(self.rf_lit(src, r), self.co_lit(src, w)) for src in self.cands[r.id]
-                     if src is None or src.id != w.id]
-            if terms:
-                yield z3.And(z3.Or(terms, self.ctx), self.wr(w)), w
+            f = self.fr(r, w)
+            if not z3.is_false(f):
+                yield z3.And(f, self.wr(w)), w
 
     def self_fr(self, z: Event) -> Any:
         """An RMW reads from a write coherence-before its own write."""
@@ -403,12 +491,14 @@ class Encoding:
 
     # -- atomic groups ------------------------------------------------------------------
     def _group_guard(self, when: frozenset[frozenset[str]] | None) -> Any:
-        if when is None:
+        """None: the group always holds; else the literal(s) that enable it."""
+        if when is None or not self.group_literals:
             return None
-        return z3.Or([self.assuming(s) for s in sorted(when, key=sorted)] or [self.false()])
+        lits = [self.assuming(s) for s in sorted(when, key=sorted)]
+        return lits[0] if len(lits) == 1 else z3.Or(lits)
 
     def assuming(self, assumptions: Iterable[str]) -> Any:
-        """The literal that enables the atomic groups of one set of hardware assumptions."""
+        """The literal that enables the atomic groups of one set of hardware assumptions (``group_literals``)."""
         key = frozenset(assumptions)
         lits = self.__dict__.setdefault("_assume_lits", {})
         if key not in lits:
@@ -416,8 +506,9 @@ class Encoding:
         return lits[key]
 
     def _build_groups(self) -> None:
-        wgroups = [g for g in self.program.groups if g.kind == "w"]
-        rgroups = [g for g in self.program.groups if g.kind == "r"]
+        groups = self.program.groups if self.group_literals else self.program.groups_under()
+        wgroups = [g for g in groups if g.kind == "w"]
+        rgroups = [g for g in groups if g.kind == "r"]
         at: dict[Hashable, list[Any]] = {}
         for g in wgroups:
             for w in g.members:

@@ -115,23 +115,20 @@ class PTXEncoding(Encoding):
                     if a.id != b.id and self.ms(a, b):
                         self.cons.append(z3.Implies(z3.And(self.co_lit(a, b), self.wr(a), self.wr(b)),
                                                     clk[a.id] < clk[b.id]))
-        # Atomicity: no ms write between an RMW's read and its write. An RMW is co-after an ms
-        # write it reads (SC per location); a weak write it reads stays unordered with it unless
-        # something else orders them (coherence order is partial).
+        # Atomicity (8.10.3): an RMW and an ms write W: not both reading from before W and following W in
+        # coherence order. An RMW is co-after an ms write it reads (SC per location, stated for the solver).
         for z in self.ev:
             if z.kind is not EventKind.RMW:
                 continue
-            ws = program.writes_at(z.loc)
             for w in self.cands[z.id]:
-                lit = self.rf_lit(w, z)
                 if w is not None and self.ms(w, z):
-                    self.cons.append(z3.Implies(lit, self.co_lit(w, z)))
-                for other in ws:
-                    if other.id == z.id or (w is not None and other.id == w.id):
-                        continue
-                    if self.ms(other, z):
-                        self.cons.append(z3.Implies(z3.And(lit, self.wr(other)),
-                                                    z3.Not(z3.And(self.co_lit(w, other), self.co_lit(other, z)))))
+                    self.cons.append(z3.Implies(self.rf_lit(w, z), self.co_lit(w, z)))
+            for other in program.writes_at(z.loc):
+                if other.id == z.id or not self.ms(other, z):
+                    continue
+                f = self.fr(z, other)
+                if not z3.is_false(f):
+                    self.cons.append(z3.Not(z3.And(self.wr(other), f, self.co_lit(other, z))))
 
     # -- observation and synchronisation -------------------------------------------------------
     def _build_sync(self) -> None:
@@ -140,11 +137,24 @@ class PTXEncoding(Encoding):
         self._fence_sc_edges()
 
     def _build_observation(self) -> None:
-        """observation = (ms & rf) | observation; rmw; observation: through chains of atomic operations."""
+        """observation = (ms & rf) | observation; rmw; observation: through chains of atomic operations.
+
+        Where every two atomic operations of a location are morally strong,
+        no two of them read from one write (Atomicity), so a chain of
+        observations is a path: each write gets a chain (the write that
+        starts it) and a position on it, and ``W obs R`` is "``R`` reads, ms,
+        from a write on ``W``'s chain at or after ``W``": two integers per
+        event instead of a Bool per (write, read) pair. Elsewhere the
+        definition is encoded as it reads, with implications.
+        """
         self._obs: dict[tuple[int, int], Any] = {}
+        self._chains: dict[Any, tuple[dict[int, Any], dict[int, Any], dict[int, Any], dict[int, Any]]] = {}
         for loc, events in self.program.locs.items():
             rmws = [e for e in events if e.kind is EventKind.RMW]
             if not rmws:
+                continue
+            if all(self.ms(a, b) for i, a in enumerate(rmws) for b in rmws[i + 1:]):
+                self._chain_observation(loc, events)
                 continue
             writes = [e for e in events if e.is_write]
             reads = [e for e in events if e.is_read]
@@ -165,11 +175,51 @@ class PTXEncoding(Encoding):
                         continue
                     self.cons.append(z3.Implies(z3.And(self._obs[(w.id, z.id)], self.rf_lit(z, r)), o))
 
+    def _chain_observation(self, loc: Any, events: list[Event]) -> None:
+        ctx = self.ctx
+        chain: dict[int, Any] = {}
+        step: dict[int, Any] = {}
+        for w in events:
+            if not w.is_write:
+                continue
+            if w.kind is EventKind.RMW:
+                chain[w.id] = z3.Int(f"chain_{w.id}", ctx=ctx)
+                step[w.id] = z3.Int(f"step_{w.id}", ctx=ctx)
+            else:
+                chain[w.id] = z3.IntVal(w.id + 1, ctx=ctx)
+                step[w.id] = z3.IntVal(0, ctx=ctx)
+        seen_chain: dict[int, Any] = {}
+        seen_step: dict[int, Any] = {}
+        for r in events:
+            if not r.is_read:
+                continue
+            sc = z3.Int(f"obschain_{r.id}", ctx=ctx)
+            ss = z3.Int(f"obsstep_{r.id}", ctx=ctx)
+            seen_chain[r.id], seen_step[r.id] = sc, ss
+            for src in self.cands[r.id]:
+                lit = self.rf_lit(src, r)
+                if src is not None and self.ms(src, r):
+                    self.cons.append(z3.Implies(lit, z3.And(sc == chain[src.id], ss == step[src.id])))
+                    if r.kind is EventKind.RMW:
+                        self.cons.append(z3.Implies(lit, z3.And(chain[r.id] == chain[src.id],
+                                                                step[r.id] == step[src.id] + 1)))
+                else:
+                    self.cons.append(z3.Implies(lit, sc == -1))
+                    if r.kind is EventKind.RMW:
+                        self.cons.append(z3.Implies(lit, z3.And(chain[r.id] == r.id + 1, step[r.id] == 0)))
+        self._chains[loc] = (chain, step, seen_chain, seen_step)
+
     def obs(self, w: Event, r: Event) -> Any:
         """``w`` precedes ``r`` in observation order (a term)."""
+        if w.id == r.id:
+            return self.false()
         if (w.id, r.id) in self._obs:
             return self._obs[(w.id, r.id)]
-        if w.id == r.id or not self.ms(w, r):
+        chains = self._chains.get(r.loc)
+        if chains is not None and w.loc == r.loc and w.is_write:
+            chain, step, seen_chain, seen_step = chains
+            return z3.And(self.exe(r), seen_chain[r.id] == chain[w.id], step[w.id] <= seen_step[r.id])
+        if not self.ms(w, r):
             return self.false()
         return self.rf_lit(w, r)
 
