@@ -39,7 +39,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from collsim import run_scenario
-    from collsim.report.data import load_results
+    from collsim.resultsfile import load_results
     from collsim.tune import build_config, build_table, from_results
     from collsim.tune.files import default_names, write_files
 

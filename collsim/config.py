@@ -33,9 +33,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 from collsim.errors import InputError
-from collsim.algorithms import ALGORITHMS
+from collsim.algorithms import ALGORITHMS, generate
 from collsim.ir.registry import load_protocol
-from collsim.units import parse_ranks, parse_size
+from collsim.lru import LRUCache
+from collsim.units import format_size, parse_ranks, parse_size
 
 __all__ = [
     "LAUNCH_MODES",
@@ -53,9 +54,15 @@ __all__ = [
     "check_channels",
     "check_size",
     "check_size_elements",
+    "check_size_fits",
+    "check_channels_fit",
+    "MAX_CHANNELS",
     "resolve_topology",
     "resolve_protocol",
     "unsupported_reason",
+    "fabric_needs",
+    "fabric_reason",
+    "topologies_for",
 ]
 
 #: ``eager``: every collective is a kernel launch and pays its overhead;
@@ -80,6 +87,10 @@ DTYPES: dict[str, int] = {
 
 #: Reduction operators (nccl-tests' ``redop`` names).
 OPS: tuple[str, ...] = ("sum", "prod", "min", "max", "avg")
+
+#: Most channels one collective can use: NCCL's ``MAXCHANNELS`` (64, ``src/include/device.h``; also its
+#: default ``maxCTAs``). A channel is one CTA, so a GPU's SM count caps it too (:func:`check_channels_fit`).
+MAX_CHANNELS = 64
 
 
 # ---------------------------------------------------------------------------
@@ -160,6 +171,34 @@ def check_channels(value: Any) -> int | None:
     return value
 
 
+def check_channels_fit(channels: int | None, topology: Any, ranks: int) -> None:
+    """``channels`` CTAs can run at once on GPUs ``0 .. ranks-1``: at most :data:`MAX_CHANNELS` and at most
+    the SM count of the smallest of them (each channel is one CTA, all resident together)."""
+    if channels is None:
+        return
+    gpus = [topology.gpu_info(rank) for rank in range(min(ranks, topology.num_gpus))] or [topology.gpu_info(0)]
+    smallest = min(gpus, key=lambda g: g["sm_count"])
+    limit = min(MAX_CHANNELS, int(smallest["sm_count"]))
+    if channels > limit:
+        raise InputError(
+            f"{channels} channels requested; at most {limit}: a channel is one CTA, NCCL runs at most "
+            f"{MAX_CHANNELS} (MAXCHANNELS) and a {smallest['model']} has {smallest['sm_count']} SMs",
+            field="channels")
+
+
+def check_size_fits(size: int, topology: Any) -> None:
+    """``size`` bytes per rank fit in the memory of a GPU of ``topology`` (the largest among its GPUs)."""
+    from collsim.topology.catalog import gpu_memory_bytes  # lazy: the topology package imports networkx
+
+    models = sorted({topology.gpu_info(rank)["model"] for rank in range(topology.num_gpus)})
+    limit, model = max((gpu_memory_bytes(m), m) for m in models)
+    if size > limit:
+        raise InputError(
+            f"{format_size(size)} per rank does not fit in a GPU's memory: the largest GPU of "
+            f"{topology.name!r} ({model}) holds {format_size(limit)}, and each rank's buffer lives there",
+            field="size")
+
+
 def check_size_elements(size: int, dtype: str) -> None:
     """``size`` bytes hold a whole number of ``dtype`` elements."""
     elem = DTYPES[dtype]
@@ -193,8 +232,47 @@ def resolve_protocol(protocol: Any) -> Any:
     return load_protocol(protocol)
 
 
-def unsupported_reason(protocol: Any, algorithm: str, ranks: int) -> str | None:
-    """Why ``protocol`` cannot run ``algorithm`` on ``ranks`` GPUs, or ``None`` if it can.
+#: (protocol key, algorithm) -> what its program needs of the switches
+_FABRIC_NEEDS = LRUCache(256)
+
+_FEATURE_WORDS = {"multicast": "multicast", "reduction": "reduce"}
+
+
+def fabric_needs(protocol: Any, algorithm: str) -> frozenset[str]:
+    """What ``protocol``'s program under ``algorithm`` needs of the switches (``multicast``, ``reduction``:
+    NVLink SHARP), read off its operations (:attr:`collsim.ir.program.Program.fabric_needs`)."""
+    return _FABRIC_NEEDS.get((protocol.key, algorithm), lambda: generate(protocol, algorithm).fabric_needs)
+
+
+def topologies_for(protocol: Any, algorithm: str) -> list[str]:
+    """The presets whose switches do what ``protocol``'s program under ``algorithm`` needs of them."""
+    from collsim.topology import presets_with  # lazy: start-up (networkx; the model registry imports this module)
+
+    return presets_with(fabric_needs(protocol, algorithm))
+
+
+def fabric_reason(protocol: Any, algorithm: str, topology: Any) -> str | None:
+    """Why ``topology``'s switches cannot run ``protocol``'s program under ``algorithm`` (it has multimem
+    operations and the switches do not multicast or reduce), or ``None``; the message names the presets
+    whose switches can."""
+    needs = fabric_needs(protocol, algorithm)
+    fabric = getattr(topology, "fabric", None)
+    if not needs or fabric is None:
+        return None
+    missing = fabric.lacks(needs)
+    if not missing:
+        return None
+    what = " and ".join(_FEATURE_WORDS[f] for f in sorted(needs))
+    lacking = " or ".join(_FEATURE_WORDS[f] for f in missing)
+    said = f": {fabric.source}" if fabric.source else " (its file does not say they do)"
+    return (f"protocol {protocol.name!r} needs switches that {what} (NVLink SHARP); the switches of topology "
+            f"{topology.name!r} do not {lacking}{said}; topologies whose switches do: "
+            f"{', '.join(topologies_for(protocol, algorithm))}")
+
+
+def unsupported_reason(protocol: Any, algorithm: str, ranks: int, topology: Any = None) -> str | None:
+    """Why ``protocol`` cannot run ``algorithm`` on ``ranks`` GPUs (of ``topology``, when given), or ``None``
+    if it can.
 
     A scenario skips such combinations with this reason as a note; :func:`collsim.simulate` refuses them
     with an :class:`~collsim.errors.InputError` listing what can run.
@@ -209,7 +287,11 @@ def unsupported_reason(protocol: Any, algorithm: str, ranks: int) -> str | None:
         return f"an AllReduce needs at least 2 ranks, got {ranks}"
     check = getattr(protocol, "unsupported_reason", None)
     if callable(check):
-        return check(algorithm, ranks)
+        why = check(algorithm, ranks)
+        if why:
+            return why
+    if topology is not None:
+        return fabric_reason(protocol, algorithm, topology)
     return None
 
 
@@ -284,10 +366,19 @@ class RunConfig(BaseModel):
         check_ranks_fit(count, info.data["topology"])
         return count
 
+    @field_validator("channels", mode="after")
+    @classmethod
+    def _channels_fit(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if "ranks" in info.data:
+            check_channels_fit(value, info.data["topology"], info.data["ranks"])
+        return value
+
     @field_validator("size_bytes", mode="before")
     @classmethod
     def _size(cls, value: Any, info: ValidationInfo) -> int:
-        return check_size(value, info.data["dtype"])
+        size = check_size(value, info.data["dtype"])
+        check_size_fits(size, info.data["topology"])
+        return size
 
     @property
     def elem_bytes(self) -> int:
@@ -295,6 +386,6 @@ class RunConfig(BaseModel):
         return DTYPES[self.dtype]
 
     def unsupported_reason(self) -> str | None:
-        """Why the protocol cannot run this algorithm on this many ranks, or ``None`` (see
+        """Why the protocol cannot run this algorithm on this many ranks of this topology, or ``None`` (see
         :func:`unsupported_reason`)."""
-        return unsupported_reason(self.protocol, self.algorithm, self.ranks)
+        return unsupported_reason(self.protocol, self.algorithm, self.ranks, self.topology)

@@ -19,10 +19,16 @@ Exit statuses
     failed compilation. The same status as a protocol that is not verified
     or a row that could not be costed: the input is fine, the answer is "no".
 ``130``
-    Interrupted (Ctrl-C).
+    Interrupted (Ctrl-C): the command stops, its workers with it, and
+    leaves no partial output. :func:`is_interrupt` tells an interrupt from
+    an error wherever a library wrapped it in one of its own.
+
+An unexpected exception is a bug in collsim: the CLI prints its traceback
+and one line asking for a report, and exits 1.
 """
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Iterable
 
 __all__ = [
@@ -31,6 +37,7 @@ __all__ = [
     "UnsupportedError",
     "ProtocolDefinitionError",
     "VerificationRefused",
+    "is_interrupt",
 ]
 
 
@@ -112,3 +119,30 @@ class ProtocolDefinitionError(InputError):
 
 class VerificationRefused(CollsimError):
     """An action that needs a verified protocol was asked for an unverified one."""
+
+
+def is_interrupt(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is a Ctrl-C: a :class:`KeyboardInterrupt`, one that a library wrapped, or an error
+    raised while one was being handled.
+
+    z3's Python API calls into C through ctypes, and a Ctrl-C that arrives while ctypes converts an
+    argument surfaces as ``ctypes.ArgumentError: argument 1: KeyboardInterrupt``, an ``Exception``; code
+    that reports every ``Exception`` as a failure (an executor's retry, a verifier's error row) asks this
+    first and lets an interrupt through.
+
+    Examples
+    --------
+    >>> is_interrupt(KeyboardInterrupt()), is_interrupt(ValueError("x"))
+    (True, False)
+    >>> is_interrupt(ctypes.ArgumentError("argument 1: <class 'KeyboardInterrupt'>: "))
+    True
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        if isinstance(exc, ctypes.ArgumentError) and "KeyboardInterrupt" in str(exc):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from collsim.config import (DTYPES, LAUNCH_MODES, OPS, RunConfig, algorithm_names, resolve_protocol,
+from collsim.config import (DTYPES, LAUNCH_MODES, OPS, RunConfig, algorithm_names, fabric_reason, resolve_protocol,
                             resolve_topology, unsupported_reason)
 from collsim.errors import InputError, UnsupportedError
 from collsim.lru import LRUCache
@@ -494,6 +494,9 @@ def checked_request(config: RunConfig, model: str | None = None, costs: Mapping[
     if why:
         proto, algorithm = config.protocol, config.algorithm
         runnable = [a for a in algorithm_names() if a in tuple(proto.algorithms)]
+        if algorithm in runnable and config.ranks >= 2 and fabric_reason(proto, algorithm, config.topology):
+            raise InputError(f"cannot run {proto.name} {algorithm} on {config.topology.name}: {why}",
+                             field="topology")
         raise InputError(
             f"cannot run {proto.name} {algorithm} on {config.ranks} ranks: {why}",
             field="algorithm" if algorithm not in runnable else "ranks",

@@ -7,9 +7,9 @@ everything that can change it:
 * the row's configuration (ranks, algorithm, launch, size, channels, dtype,
   operator, costs, sweep point) and model name;
 * the topology's content (:attr:`collsim.runner.rows.TopologyRef.key`);
-* the protocol: its identity (:func:`protocol_key`: class and parameters),
-  the program it generates for the row's algorithm, and the source files of
-  its class and base classes;
+* the protocol: its identity (:attr:`collsim.ir.protocol.Protocol.key`:
+  class, name and parameters), the program it generates for the row's
+  algorithm, and the source files of its class and base classes;
 * collsim's own code and data: every file of the installed package, plus
   the versions of Python, SimPy and networkx.
 
@@ -43,7 +43,7 @@ from collsim.lru import LRUCache
 from collsim.models import model_ref
 from collsim.sim.model import program_for
 
-__all__ = ["cache_path", "code_digest", "protocol_key", "row_key", "load_records", "store_records"]
+__all__ = ["cache_path", "code_digest", "row_key", "load_records", "store_records"]
 
 #: bump when the meaning of a stored record changes without a code change (never so far)
 RECORD_VERSION = "rows-1"
@@ -92,23 +92,9 @@ def _class_sources(cls: type) -> str:
     return _hash_files(files)
 
 
-def protocol_key(protocol: Any) -> tuple[str, str]:
-    """The identity of a protocol for caches: its class's qualified name and its parameters.
-
-    Two protocol objects with the same key generate the same programs.
-
-    >>> from collsim.ir.registry import load_protocol
-    >>> protocol_key(load_protocol("ll", depth=3))
-    ('protocols.ll.LL', "[('credit_slack', 0), ('depth', 3), ('flag_bits', 32)]")
-    """
-    # One place to switch to the IR's own identity (Protocol.key) when it has one.
-    params = getattr(protocol, "params", {}) or {}
-    return f"{type(protocol).__module__}.{type(protocol).__qualname__}", repr(sorted(params.items()))
-
-
-#: The text of the program each protocol generates per algorithm: every size and rank count of a scenario
-#: shares it, so it is printed once. Keyed by the class too: a protocol file loaded twice in one process
-#: may define a changed class under the same name.
+#: The text of the program each protocol generates per algorithm, by protocol identity (Protocol.key): every
+#: size and rank count of a scenario shares it, so it is printed once. Keyed by the class too: a protocol file
+#: loaded twice in one process may define a changed class under the same name.
 _PROGRAM_TEXTS: "LRUCache[str | None]" = LRUCache(maxsize=256)
 
 
@@ -119,7 +105,7 @@ def _program_text(protocol: Any, algorithm: str) -> str | None:
         except Exception:  # noqa: BLE001 - no program means nothing to key it on: the row is simply run
             return None
 
-    return _PROGRAM_TEXTS.get((type(protocol), protocol_key(protocol), algorithm), text)
+    return _PROGRAM_TEXTS.get((type(protocol), protocol.key, algorithm), text)
 
 
 def row_key(row: Any) -> str | None:
@@ -141,7 +127,7 @@ def row_key(row: Any) -> str | None:
         "code": code_digest(),
         "topology": ref.key,
         "model": [row.model, *ref_of_model],
-        "protocol": [*protocol_key(protocol), sources, program],
+        "protocol": [*protocol.key, sources, program],
         "row": [row.ranks, row.algorithm, row.launch, row.size_bytes, row.channels, row.dtype, row.elem_bytes,
                 row.op, repr(sorted(dict(row.costs).items())), repr(row.sweep)],
     }

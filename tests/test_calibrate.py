@@ -108,7 +108,7 @@ def test_a_zero_column_names_the_protocol_family_the_rows_lack():
                      sizes=(1024, 4096, 8192))
     refused = identifiability(jac, names, configs_of(rows))
     assert refused == {"hw_latency_us.nvlink.ll128": "the data has no LL128-family rows: zero Jacobian column"}
-    rows = synthetic("analytic", {}, ranks=(8,), launches=("eager",), configs=(("one-shot", "ll128-atomic"),),
+    rows = synthetic("analytic", {}, ranks=(8,), launches=("eager",), configs=(("one-shot", "atomic-counter"),),
                      sizes=(1024, 4096, 8192))
     refused = identifiability(jac, names, configs_of(rows))
     assert refused == {"hw_latency_us.nvlink.ll128": "no row's modelled latency depends on it: zero Jacobian column"}

@@ -50,7 +50,7 @@ MEASURED = [
 
 @pytest.fixture
 def sim_frame() -> pd.DataFrame:
-    from collsim.report.data import check_frame
+    from collsim.resultsfile import check_frame
 
     return check_frame(pd.DataFrame(SIM))
 

@@ -14,11 +14,11 @@ from collsim.emit.package import STATIC_FILES
 from collsim.emit.plan import iter_nodes, plan_for
 from collsim.emit.ptxcheck import check_ptx
 from collsim.errors import InputError, VerificationRefused
-from collsim.ir.ops import Atomic, Fence, Load, Loop, PollUntil, Store
+from collsim.ir.ops import Atomic, Fence, Load, Loop, MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, Store
 from collsim.ir.registry import list_mutants, list_protocols, load_protocol
 
 SHIPPED = [(name, alg) for name in list_protocols() for alg in load_protocol(name).algorithms]
-MEMORY_OPS = (Store, Load, PollUntil, Fence, Atomic)
+MEMORY_OPS = (Store, Load, PollUntil, Fence, Atomic, MultimemLoadReduce, MultimemStore, MultimemRed)
 EMIT_DIR = Path(__file__).resolve().parents[1] / "collsim" / "emit"
 
 
@@ -146,19 +146,19 @@ def test_emit_all_emits_verified_and_reports_refusals(tmp_path, verdict):
 
 def test_vector_atomics_need_sm90(verdict):
     verdict["default"] = "holds"
-    emitted = prepare("ll128-atomic", "one-shot")
+    emitted = prepare("atomic-counter", "one-shot")
     assert emitted.plan.needs_vector_atomics and emitted.archs == ["sm_90", "sm_100"]
     assert "__CUDA_ARCH__ < 900" in emitted.files["kernel.cu"]
     assert "ALLOWED_ARCHS := sm_90 sm_100" in emitted.files["Makefile"]
     with pytest.raises(InputError, match="sm_90") as err:
-        prepare("ll128-atomic", "one-shot", arch="sm_80")
+        prepare("atomic-counter", "one-shot", arch="sm_80")
     assert err.value.field == "--arch" and err.value.choices == ["sm_90", "sm_100"]
 
 
 def test_unsupported_algorithm_lists_choices(verdict):
     verdict["default"] = "holds"
     with pytest.raises(InputError, match="one-shot"):
-        prepare("ll128-atomic", "ring")
+        prepare("atomic-counter", "ring")
 
 
 def test_instruction_forms_follow_the_ir(verdict):
@@ -171,7 +171,7 @@ def test_instruction_forms_follow_the_ir(verdict):
     assert "fence.acq_rel.sys" in simple and "st.relaxed.sys.global.u64" in simple
     barrier = prepare("barrier", "one-shot").files["kernel.cu"]
     assert "st.release.sys.global.u64" in barrier and "ld.acquire.sys.global.u64" in barrier
-    atomic = prepare("ll128-atomic", "one-shot").files["kernel.cu"]
+    atomic = prepare("atomic-counter", "one-shot").files["kernel.cu"]
     assert "red.relaxed.sys.global.add.v4.f32" in atomic
     assert "red.release.sys.global.add.u64" in atomic
     assert "red.relaxed.sys.global.add.noftz.v4.bf16x2" in atomic
@@ -303,7 +303,7 @@ def test_cli_refuses_with_exit_1_and_emits_with_unverified(tmp_path, verdict, ca
 
 def test_cli_bad_input_exits_2(tmp_path, verdict, capsys):
     verdict["default"] = "holds"
-    assert _run_cli(["emit", "ll128-atomic", "-a", "ring", "-o", str(tmp_path / "c")]) == 2
+    assert _run_cli(["emit", "atomic-counter", "-a", "ring", "-o", str(tmp_path / "c")]) == 2
     assert "one-shot" in capsys.readouterr().err
     assert _run_cli(["emit", "-o", str(tmp_path / "d")]) == 2
     assert _run_cli(["emit", "nosuch", "-o", str(tmp_path / "e")]) == 2

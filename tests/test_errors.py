@@ -46,8 +46,8 @@ def test_emitter_limitation_exits_1(collsim_cli, tmp_path):
 
 @pytest.mark.parametrize("argv, needle", [
     (["emit", "ll", "--arch", "sm_70"], "--arch: unknown architecture 'sm_70' (valid: sm_80, sm_90, sm_100)"),
-    (["emit", "ll128-atomic", "--arch", "sm_80"], "needs sm_90 or newer (vector red/atom) (valid: sm_90, sm_100)"),
-    (["emit", "ll128-atomic", "-a", "ring"], "--algorithm: protocol 'll128-atomic' has no ring program (valid: one-shot)"),
+    (["emit", "atomic-counter", "--arch", "sm_80"], "needs sm_90 or newer (vector red/atom) (valid: sm_90, sm_100)"),
+    (["emit", "atomic-counter", "-a", "ring"], "--algorithm: protocol 'atomic-counter' has no ring program (valid: one-shot)"),
 ])
 def test_emit_requests_that_cannot_be_met_are_bad_input(argv, needle, collsim_cli, tmp_path):
     code, _, err = collsim_cli(*argv, "--unverified", "-o", tmp_path / "out")

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -20,6 +22,7 @@ from collsim import models
 from collsim.runner import run as runner
 from collsim.errors import InputError
 from collsim.executors import TaskOutcome, _weighted_chunks, map_tasks, open_executor
+from collsim.resultsfile import without_run
 
 TESTS_DIR = str(Path(__file__).resolve().parent)
 
@@ -67,9 +70,14 @@ def serial_files(tmp_path_factory):
     return path, _files(base / "out")
 
 
-def _files(out: Path) -> dict[str, bytes]:
-    """Every file under ``out`` (a sweep writes one directory per point), by relative path."""
-    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+_DATE = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+
+
+def _files(out: Path) -> dict[str, Any]:
+    """Every file under ``out`` (a sweep writes one directory per point), by relative path: its bytes, but
+    the run's date (results.json's run section, the report's card), the one part that differs."""
+    return {p.relative_to(out).as_posix(): without_run(p.read_text()) if p.name == "results.json"
+            else _DATE.sub(b"DATE", p.read_bytes()) for p in sorted(out.rglob("*")) if p.is_file()}
 
 
 # ---------------------------------------------------------------------------
@@ -210,6 +218,7 @@ def test_failed_rows_retried_reported_others_kept(where, flaky_registered, pool_
     assert len(csv_text.splitlines()) == 1 + 28 and "failed" not in csv_text
     # The same bytes from every executor (the paths aside).
     files = {n: (out_dir / n).read_text().replace(tmp_path.as_posix(), "T") for n in ("results.csv", "results.json")}
+    files["results.json"] = without_run(files["results.json"])
     assert files == _FLAKY_FILES.setdefault("first executor", files)
 
 

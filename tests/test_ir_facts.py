@@ -12,7 +12,7 @@ import z3
 
 from collsim.algorithms import ALGORITHMS, generate, sync_rounds
 from collsim.errors import ProtocolDefinitionError
-from collsim.ir.ops import DATA_WORD, SENTINEL_WORD, AtLeast, Equals, NotEqual, PollUntil, Reduce, Ref
+from collsim.ir.ops import DATA_WORD, SENTINEL_WORD, AtLeast, Equals, MultimemRed, NotEqual, PollUntil, Reduce, Ref
 from collsim.ir.program import Program, walk
 from collsim.ir.registry import list_mutants, list_protocols, load_protocol
 from collsim.ir.types import Scope, Sem
@@ -25,11 +25,13 @@ PROGRAMS = [(name, alg) for name in list_protocols() + EXAMPLES for alg in load_
 @pytest.mark.parametrize("name,algorithm", PROGRAMS)
 def test_declared_sync_rounds_are_the_barriers_the_program_runs(name, algorithm):
     # collsim.ir.library.barrier (and the example's counting barrier) label each arrival "<barrier>.arrive",
-    # one per peer; the analytic model's sync rounds must be that many barriers
+    # one per peer; a multicast barrier's one multimem.red arrives at every peer at once. The analytic model's
+    # sync rounds must be that many barriers
     protocol = load_protocol(name)
     nranks = 4
     env = {"RANK": 0, "NRANKS": nranks, "ITER": 0, "MSG": 4096}
-    arrivals = sum(1 for f in generate(protocol, algorithm).flatten(env) if f.op.label.endswith(".arrive"))
+    arrivals = sum(nranks - 1 if isinstance(f.op, MultimemRed) else 1
+                   for f in generate(protocol, algorithm).flatten(env) if f.op.label.endswith(".arrive"))
     assert arrivals == sync_rounds(protocol, algorithm, nranks) * (nranks - 1)
 
 
@@ -60,6 +62,28 @@ def test_the_protocol_key_names_class_and_parameters_and_is_the_same_in_every_pr
                            env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT)}).stdout
             for seed in ("1", "2")}
     assert len(keys) == 1, keys
+
+
+def test_caches_know_a_protocol_by_its_key(tmp_path):
+    """The emitter's plans and the row cache's digests follow Protocol.key: equal keys share, other parameters
+    do not, and a protocol file changed and loaded again in the same process is not taken for the old one."""
+    from collsim import rowcache
+    from collsim.emit import plan as emit_plan
+
+    ll, again, deeper = load_protocol("ll"), load_protocol("ll"), load_protocol("ll", depth=3)
+    assert emit_plan.plan_for(ll, "one-shot") is emit_plan.plan_for(again, "one-shot")
+    assert emit_plan.plan_for(deeper, "one-shot") is not emit_plan.plan_for(ll, "one-shot")
+    assert rowcache._program_text(ll, "one-shot") == rowcache._program_text(again, "one-shot")
+    path = tmp_path / "mine.py"
+    source = (ROOT / "examples" / "protocols" / "ll16.py").read_text()
+    path.write_text(source)
+    first = load_protocol(str(path))
+    plan = emit_plan.plan_for(first, first.algorithms[0])
+    path.write_text(source + "\n# changed\n")
+    second = load_protocol(str(path))
+    assert second.key == first.key and type(second) is not type(first)
+    assert emit_plan.plan_for(second, first.algorithms[0]) is not plan
+    assert emit_plan._PLANS.maxsize >= sum(len(load_protocol(n).algorithms) for n in list_protocols() + list_mutants())
 
 
 def test_predicates_are_evaluated_once_for_every_kind_of_word():

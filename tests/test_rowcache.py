@@ -5,7 +5,7 @@ import sqlite3
 
 import pytest
 
-from collsim import models, rowcache
+from collsim import models, resultsfile, rowcache
 from collsim.runner import rows as runner_rows, run as runner
 from collsim.scenario import load_scenario
 
@@ -28,7 +28,8 @@ def cache_dir(tmp_path, monkeypatch):
 
 
 def _files(out):
-    return (out / "results.csv").read_bytes(), (out / "results.json").read_bytes()
+    """results.csv as bytes, results.json without its run section (the date)."""
+    return (out / "results.csv").read_bytes(), resultsfile.without_run((out / "results.json").read_text())
 
 
 def test_second_run_reuses_every_row_and_writes_the_same_files(write_scenario, tmp_path, cache_dir):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -62,8 +63,25 @@ def test_same_scenario_same_bytes(write_scenario, tmp_path):
     path = write_scenario(SMALL)
     runner.run_scenario(path, out=tmp_path / "a", model="analytic")
     runner.run_scenario(path, out=tmp_path / "b", model="analytic")
-    for name in ("results.csv", "results.json"):
-        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    assert (tmp_path / "a" / "results.csv").read_bytes() == (tmp_path / "b" / "results.csv").read_bytes()
+    # results.json: the same, but for its run section (the date)
+    a, b = ((tmp_path / d / "results.json").read_text() for d in "ab")
+    assert resultsfile.without_run(a) == resultsfile.without_run(b)
+    assert a.replace(json.loads(a)["run"]["date"], "D") == b.replace(json.loads(b)["run"]["date"], "D")
+
+
+def test_results_json_records_the_run_date_and_version(write_scenario, tmp_path, monkeypatch):
+    path = write_scenario(SMALL)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    runner.run_scenario(path, out=tmp_path / "a", model="analytic")
+    doc = json.loads((tmp_path / "a" / "results.json").read_text())
+    assert doc["run"] == {"date": "2023-11-14T22:13:20Z", "collsim_version": collsim.__version__}
+    assert list(doc)[-1] == "run"  # after the results, apart from them
+    assert "2023-11-14T22:13:20Z" in (tmp_path / "a" / "report.html").read_text()
+    monkeypatch.delenv("SOURCE_DATE_EPOCH")
+    runner.run_scenario(path, out=tmp_path / "b", model="analytic")
+    date = json.loads((tmp_path / "b" / "results.json").read_text())["run"]["date"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", date) and date > "2024"
 
 
 def test_run_scenario_api(write_scenario, tmp_path):

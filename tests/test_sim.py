@@ -104,8 +104,8 @@ def test_reset_pass_costs_latency():
     """Re-zeroing the accumulation buffer is on the critical path once it is large enough to matter."""
     topo = load_topology("hgx-h100")
     for size in (4 * KiB, 4 * MiB, 64 * MiB):
-        with_reset = des(load_protocol("ll128-atomic"), "one-shot", size, topology=topo).latency_us
-        without = des(load_protocol("ll128-atomic", reset=False), "one-shot", size, topology=topo).latency_us
+        with_reset = des(load_protocol("atomic-counter"), "one-shot", size, topology=topo).latency_us
+        without = des(load_protocol("atomic-counter", reset=False), "one-shot", size, topology=topo).latency_us
         assert without <= with_reset
         if size >= 4 * MiB:
             assert without < with_reset
@@ -161,7 +161,7 @@ def test_small_messages_are_synchronization_large_ones_data():
 
 
 @pytest.mark.parametrize("name,algorithm", [("ll", "one-shot"), ("simple", "ring"), ("barrier", "two-shot"),
-                                            ("ll128-atomic", "one-shot")])
+                                            ("atomic-counter", "one-shot")])
 def test_event_count_does_not_grow_with_message_size(name, algorithm):
     """A range of lines is one transfer: the events of a launch are bounded by its operations, at any size."""
     small, huge = des(name, algorithm, 8), des(name, algorithm, 1024 * MiB)

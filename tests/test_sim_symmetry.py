@@ -20,7 +20,7 @@ from collsim.topology import load_topology
 MiB = 1 << 20
 SHIPPED = {"barrier": ("one-shot", "two-shot"), "simple": ("one-shot", "two-shot", "ring"),
            "ll": ("one-shot", "two-shot", "ring"), "ll128": ("one-shot", "two-shot", "ring"),
-           "ll128-atomic": ("one-shot",), "sentinel": ("one-shot", "two-shot")}
+           "atomic-counter": ("one-shot",), "sentinel": ("one-shot", "two-shot")}
 CASES = [(protocol, algorithm) for protocol, algorithms in SHIPPED.items() for algorithm in algorithms]
 
 

@@ -26,8 +26,9 @@ ALGORITHMS = {"tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_t
 PROTOCOLS = {"ll", "ll128", "simple"}
 FIELDS = ["collective_type", "min_bytes", "max_bytes", "algorithm", "protocol", "channels", "nNodes", "nRanks",
           "numPipeOps", "regBuff"]
-#: collsim's ring protocols are NCCL's ring protocols of the same name
-NCCL_OF = {("ring", "ll"): ("ring", "ll"), ("ring", "ll128"): ("ring", "ll128"), ("ring", "simple"): ("ring", "simple")}
+#: collsim's ring protocols are NCCL's ring protocols of the same name; its nvls two-shot is NCCL's NVLS (Simple)
+NCCL_OF = {("ring", "ll"): ("ring", "ll"), ("ring", "ll128"): ("ring", "ll128"), ("ring", "simple"): ("ring", "simple"),
+           ("two-shot", "nvls"): ("nvls", "simple")}
 
 INT = re.compile(r"^-?[0-9]+$")
 
@@ -106,7 +107,7 @@ def scenario_text(**over: str) -> str:
 @pytest.fixture(scope="module")
 def analytic_run(tmp_path_factory):
     """An 8-GPU-shaped sweep (every protocol and algorithm, 8 B..64 MiB) with the analytic model."""
-    from collsim.report.data import load_results
+    from collsim.resultsfile import load_results
     from collsim import run_scenario
 
     d = tmp_path_factory.mktemp("analytic")
@@ -266,7 +267,7 @@ def test_winner_map_shows_ties_as_ties():
                      "launch": "graph", "size_bytes": 8, "count": 2, "dtype": "float32", "op": "sum", "latency_us": lat,
                      "algbw_gbps": 0.0, "busbw_gbps": 0.0, "launch_us": 0.0, "sync_us": lat, "data_us": 0.0,
                      "reduce_us": 0.0, "model": "des", "events": 1})
-    from collsim.report.data import check_frame
+    from collsim.resultsfile import check_frame
 
     frame = check_frame(pd.DataFrame(rows))
     hm = go.Figure(F.winner_map(F.ReportData(frame, {}))).data[0]
@@ -345,9 +346,9 @@ def test_against_prints_where_choices_disagree(collsim_cli, analytic_run, tmp_pa
     rows = []
     for n in (2, 4, 8):
         for s in sizes:
-            for proto in ("ll", "ll128", "simple"):
+            for algorithm, proto in (("ring", "ll"), ("ring", "ll128"), ("ring", "simple"), ("nvls", "simple")):
                 t = 10.0 if proto == "ll" else 20.0
-                rows.append({"ranks": n, "size_bytes": s, "algorithm": "ring", "protocol": proto, "time_us": t})
+                rows.append({"ranks": n, "size_bytes": s, "algorithm": algorithm, "protocol": proto, "time_us": t})
     m = write_measured(tmp_path / "m.csv", rows)
     code, out, err = collsim_cli("tune", d / "results.csv", "--against", m, "--table", tmp_path / "t.json")
     assert code == 0, err

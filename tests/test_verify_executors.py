@@ -88,7 +88,7 @@ def test_a_failing_run_is_reported_and_the_others_kept(serial, tmp_path):
 
 
 def test_verify_all_refuses_bad_options():
-    with pytest.raises(InputError, match="unknown protocol 'nope'.*valid: barrier"):
+    with pytest.raises(InputError, match="unknown protocol 'nope'.*valid: atomic-counter, barrier"):
         verify_all(only=["nope"])
     with pytest.raises(InputError) as err:
         verify_all(only=SUBSET, executor="threads")

@@ -14,8 +14,12 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from collsim.analytic.model import GENERATIONS
 from collsim.errors import InputError, UnsupportedError
 from collsim.executors import Executor, open_executor
+from collsim.ir.registry import load_protocol
+from collsim.models import DTYPES, SimRequest, get_model
+from collsim.topology import load_topology
 
 __all__ = ["Config", "Evaluator", "configs_of"]
 
@@ -51,8 +55,6 @@ class Evaluator:
     """
 
     def __init__(self, model: str | None, jobs: int = 1) -> None:
-        from collsim.models import get_model
-
         self.model, self.fn = get_model(model)
         self._topologies: dict[str, Any] = {}
         self._protocols: dict[str, Any] = {}
@@ -85,22 +87,16 @@ class Evaluator:
     def topology(self, name: str) -> Any:
         """The topology preset ``name``, loaded once."""
         if name not in self._topologies:
-            from collsim.topology import load_topology
-
             self._topologies[name] = load_topology(name)
         return self._topologies[name]
 
     def protocol(self, name: str) -> Any:
         """The protocol ``name``, loaded once."""
         if name not in self._protocols:
-            from collsim.ir.registry import load_protocol
-
             self._protocols[name] = load_protocol(name)
         return self._protocols[name]
 
     def generation(self, topology: str, ranks: int = 1) -> str:
-        from collsim.analytic.model import GENERATIONS
-
         topo = self.topology(topology)
         gens = [str(topo.generation(r)).lower() for r in range(ranks)]
         known = [g for g in gens if g in GENERATIONS] or gens
@@ -108,8 +104,6 @@ class Evaluator:
 
     def latency(self, cfg: Config, costs: Mapping[str, Any] | None = None, frozen: Any = None) -> float:
         """Modelled latency (µs) of ``cfg``; raises what the model raises."""
-        from collsim.models import DTYPES, SimRequest
-
         key = (cfg, frozen if frozen is not None else _freeze(costs or {}))
         hit = self._memo.get(key)
         if hit is not None:
@@ -171,8 +165,6 @@ def _latency_in_worker(item: tuple[str, Config, dict[str, Any]]) -> float:
 
 
 def _dtype_for(dtype: str, size: int) -> str:
-    from collsim.models import DTYPES
-
     if dtype in DTYPES and size % DTYPES[dtype] == 0:
         return dtype
     return "float32" if size % 4 == 0 else "int8"

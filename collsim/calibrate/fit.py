@@ -24,7 +24,7 @@ validate``) are left at their values and listed as not fitted.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,6 +86,7 @@ def calibrate(
     evaluator: Evaluator | None = None,
     max_nfev: int | None = None,
     source: str | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> Calibration:
     """Fit ``params`` to the mapped ``rows`` (of :func:`~collsim.calibrate.mapping.map_measurements`, ``mapped`` only).
 
@@ -103,6 +104,8 @@ def calibrate(
         Raise :class:`IdentifiabilityError` when a named parameter cannot be
         identified (``collsim calibrate``); with ``False`` such parameters are
         dropped and listed in ``refused`` (``collsim validate``).
+    progress : callable, optional
+        Told, in a few words, of each step as it starts (the fit, each fold).
 
     Raises
     ------
@@ -112,6 +115,7 @@ def calibrate(
         the data cannot determine.
     """
     ev = evaluator or Evaluator(model)
+    say = progress or (lambda message: None)
     if len(rows) == 0:
         raise InputError("no mapped rows to fit", file=source)
     rows = rows.reset_index(drop=True)
@@ -129,6 +133,7 @@ def calibrate(
         raise InputError(f"too few rows to fit {k} parameter(s): {len(rows)} mapped row(s), need at least {k + 2}",
                          file=source)
     # identifiability at the starting point, on all rows
+    say(f"which of {len(resolved)} parameters {len(rows)} rows identify")
     prob = LogLatencyProblem(ev, cfgs, measured, resolved, {})
     x0 = np.log([p.default for p in resolved])
     jac = prob.finite_differences(x0)
@@ -150,6 +155,7 @@ def calibrate(
         raise IdentifiabilityError(f"the data identifies none of the parameters: {detail}", file=source,
                                    field="--params")
     defaults_pred = ev.latencies(cfgs, {})
+    say(f"fitting {len(fitted)} parameters to all {len(rows)} rows")
     values, res = fit_parameters(ev, cfgs, measured, fitted, max_nfev=max_nfev)
     bands = uncertainty(ev, cfgs, measured, fitted, values)
     lost = unidentified_at_solution(bands, fitted, values)
@@ -183,7 +189,7 @@ def calibrate(
     )
     if folds and folds > 1:
         cal.folds, oof = cross_validate(ev, rows, cfgs, measured, fitted, defaults_pred, folds, seed, max_nfev,
-                                        source)
+                                        source, progress=progress)
         cal.rows["heldout_us"] = oof
         cal.heldout_default = error_summary(defaults_pred, measured)
         cal.heldout_fitted = error_summary(oof, measured)

@@ -1,7 +1,7 @@
 """Cross-validation of a calibration: rows dealt into folds stratified by family, each fold fitted without its rows."""
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,8 +59,10 @@ def assign_folds(families: Sequence[str], folds: int, seed: int = 0) -> np.ndarr
 
 def cross_validate(ev: Evaluator, rows: pd.DataFrame, cfgs: Sequence[Config], measured: np.ndarray,
                    params: Sequence[Param], defaults_pred: np.ndarray, folds: int, seed: int = 0,
-                   max_nfev: int | None = None, source: str | None = None) -> tuple[list[FoldResult], np.ndarray]:
-    """Fit ``params`` on every fold's training rows and predict its held-out rows.
+                   max_nfev: int | None = None, source: str | None = None,
+                   progress: Callable[[str], None] | None = None) -> tuple[list[FoldResult], np.ndarray]:
+    """Fit ``params`` on every fold's training rows and predict its held-out rows (``progress`` hears of
+    each fold as it starts).
 
     Returns each fold's errors before and after, and every row's prediction
     by the fit that did not see it (``nan`` for none).
@@ -86,6 +88,8 @@ def cross_validate(ev: Evaluator, rows: pd.DataFrame, cfgs: Sequence[Config], me
             raise InputError(f"fold {f + 1} leaves {len(train)} training rows for {len(params)} parameter(s); "
                              "use fewer --folds", file=source, field="--folds")
         tr_cfgs = [cfgs[i] for i in train]
+        if progress is not None:
+            progress(f"cross-validation: fitting fold {f + 1} of {folds} ({len(train)} training rows)")
         vals, _ = fit_parameters(ev, tr_cfgs, measured[train], params, max_nfev=max_nfev)
         costs = costs_from_values(ev.model, vals)
         tr_pred = ev.latencies(tr_cfgs, costs)

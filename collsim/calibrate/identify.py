@@ -31,10 +31,12 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from collsim.analytic.model import GENERATIONS
 from collsim.calibrate.evaluate import Config, Evaluator
-from collsim.calibrate.parameters import Param
 from collsim.calibrate.least_squares import LogLatencyProblem
+from collsim.calibrate.parameters import Param
 from collsim.errors import InputError
+from collsim.ir.registry import load_protocol
 
 __all__ = [
     "MIN_SENSITIVITY",
@@ -64,8 +66,6 @@ class IdentifiabilityError(InputError):
 
 def _families(cfgs: Sequence[Config]) -> set[str]:
     """The analytic families the rows' protocols declare (:attr:`collsim.ir.protocol.Protocol.analytic_family`)."""
-    from collsim.ir.registry import load_protocol
-
     return {str(load_protocol(name).analytic_family).lower() for name in sorted({c.protocol for c in cfgs})}
 
 
@@ -91,8 +91,6 @@ def applies_to_rows(name: str, ev: Evaluator, cfgs: Sequence[Config]) -> bool:
     Such entries (``ll_max_bw_gbps.volta`` in a fit to Hopper rows) are left
     out of a table named as a whole rather than reported as unidentifiable.
     """
-    from collsim.analytic.model import GENERATIONS
-
     key = name.split(".")[-1]
     if key in GENERATIONS:
         return key in {ev.generation(c.topology, c.ranks) for c in cfgs}

@@ -32,7 +32,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from collsim.analytic.constants import base_constants
 from collsim.errors import InputError
+from collsim.models import list_models
+from collsim.sim.costs import INTEGER_PARAMETERS, parameter_table
 
 __all__ = [
     "ALIASES",
@@ -117,8 +120,6 @@ def _integer_names(model: str) -> set[str]:
     if model == "analytic":
         return {"max_channels", "one_shot_steps", "two_shot_steps"}
     if model == "des":
-        from collsim.sim.costs import INTEGER_PARAMETERS
-
         return set(INTEGER_PARAMETERS) | {"pcie." + n for n in INTEGER_PARAMETERS}
     return set()
 
@@ -134,14 +135,10 @@ def parameter_defaults(model: str, generation: str = "hopper") -> dict[str, floa
     ints = _integer_names(model)
     out: dict[str, float] = {}
     if model == "analytic":
-        from collsim.analytic.constants import base_constants
-
         for name, value in base_constants().items():
             if name not in ints:
                 _flatten(name, value, out, ints)
     elif model == "des":
-        from collsim.sim.costs import parameter_table
-
         table = parameter_table(generation)
         for name, entry in table.items():
             if name not in ints:
@@ -150,8 +147,6 @@ def parameter_defaults(model: str, generation: str = "hopper") -> dict[str, floa
             if name not in ints:
                 out["pcie." + name] = float(entry["pcie"])
     else:
-        from collsim.models import list_models
-
         raise InputError(f"no calibration adapter for model {model!r}", field="--model",
                          choices=[m for m in list_models() if m in ALIASES])
     return out

@@ -16,7 +16,7 @@ from typing import Any, Optional
 import typer
 
 from collsim.cli.app import app
-from collsim.cli.options import errors_at_flags
+from collsim.cli.options import at_least, errors_at_flags
 from collsim.errors import InputError
 from collsim.units import format_size
 
@@ -115,6 +115,7 @@ def explain(
     from collsim.models import checked_request  # lazy: start-up
     from collsim.sim.model import run_des, symmetry_of  # lazy: start-up
 
+    at_least(max_steps, 1, "--max-steps", "step")
     costs = _parse_costs(cost)
     with errors_at_flags():  # the checks and messages of simulate(), located at the flags
         config = RunConfig(topology=topology, protocol=protocol, algorithm=algorithm, launch=launch,

@@ -14,7 +14,7 @@ import typer
 
 from collsim.errors import InputError
 
-__all__ = ["executor_option", "scheduler_option", "workers_option", "CONFIG_FLAGS", "errors_at_flags"]
+__all__ = ["executor_option", "scheduler_option", "workers_option", "CONFIG_FLAGS", "errors_at_flags", "at_least"]
 
 #: The flag that sets each field of a configuration (:class:`collsim.config.RunConfig`, the model, its costs).
 CONFIG_FLAGS: dict[str, str] = {
@@ -30,6 +30,19 @@ CONFIG_FLAGS: dict[str, str] = {
     "model": "--model",
     "costs": "--cost",
 }
+
+
+def at_least(value: int | None, minimum: int, flag: str, what: str) -> None:
+    """Refuse a count below ``minimum`` (``None``, a default, passes); ``what`` is the counted noun as the
+    minimum needs it (``"step"``, ``"folds"``).
+
+    >>> at_least(0, 1, "--jobs", "worker process")
+    Traceback (most recent call last):
+    ...
+    collsim.errors.InputError: --jobs: needs at least 1 worker process, got 0
+    """
+    if value is not None and value < minimum:
+        raise InputError(f"needs at least {minimum} {what}, got {value}", field=flag)
 
 
 @contextmanager

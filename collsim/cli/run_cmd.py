@@ -10,7 +10,7 @@ import typer
 
 from collsim.cli.app import app
 from collsim.cli.options import errors_at_flags, executor_option, scheduler_option, workers_option
-from collsim.cli.report_cmd import open_report
+from collsim.cli.report_cmd import open_or_say
 from collsim.errors import CollsimError
 from collsim.executors import check_executor_options
 from collsim.units import format_size
@@ -112,6 +112,8 @@ def run(
     report: bool = typer.Option(True, "--report/--no-report", help="Also write report.html, the interactive HTML report."),
     open_: bool = typer.Option(False, "--open", help="Open report.html in a browser when done."),
     profile: Optional[Path] = typer.Option(None, "--profile", help="A calibrated cost profile (collsim calibrate -o FILE); the scenario's costs: still win."),
+    tolerance: float = typer.Option(1.0, "--tolerance", help="Choices within this percentage of the fastest tie in the "
+                                                             "report's summary and winner map and its tuner config."),
     reuse: bool = typer.Option(False, "--reuse", help="Take rows whose inputs (configuration, topology, protocol program and source, collsim's code) are unchanged since an earlier --reuse run from .collsim-cache/results.sqlite instead of simulating them again; the results are the same."),
 ) -> None:
     """Run every configuration of a scenario; write results.csv, results.json and report.html.
@@ -124,10 +126,13 @@ def run(
     """
     from collsim.runner.run import execute  # lazy: start-up
 
+    from collsim.tune import check_tolerance  # lazy: start-up
+
     check_executor_options(executor, workers=workers, scheduler=scheduler)
+    tolerance_pct = check_tolerance(tolerance)
     result = execute(
         file, out=out, model=model, progress=True, write=True, executor=executor, workers=workers, scheduler=scheduler,
-        report=report, profile=profile, reuse=reuse,
+        report=report, profile=profile, reuse=reuse, out_field="--out", tolerance_pct=tolerance_pct,
     )
     scen = result.scenario
     topo = scen.topology
@@ -169,7 +174,11 @@ def run(
     if result.report is not None:
         console.print(f"report -> {result.report}", soft_wrap=True)
         if open_:
-            open_report(result.report)
+            open_or_say(result.report)
+    elif open_:
+        err.print("collsim: warning: --open: no report.html was written ("
+                  + ("--no-report" if not report else "a sweep writes one result set per point: "
+                     "'collsim report POINT/results.json --open'" if result.points else "no rows") + ")", soft_wrap=True)
     if result.failed:
         total = len(result.records) + len(result.failed)
         where = "each point's results.json" if result.points else str(result.out_dir / "results.json")

@@ -1,7 +1,6 @@
 """``collsim tune``: an NCCL tuner config and a decision table from simulated or measured winners."""
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -9,36 +8,24 @@ from typing import Any, Optional
 import typer
 
 from collsim.cli.app import app
+from collsim.errors import CollsimError, InputError
+from collsim.units import format_size
+from collsim.userpaths import check_output_file
 
 __all__ = ["tune"]
 
 _TABLE_SUFFIXES = (".json", ".md")
 
 
-def _check_output(path: Path, flag: str | None, *, parent_may_be_made: bool = False) -> None:
-    """Refuse, before any work, an output path that cannot be written."""
-    from collsim.errors import InputError  # lazy: start-up
-
-    if path.is_dir():
-        raise InputError("is a directory; give a file name", file=str(path), field=flag)
-    if len(os.fsencode(path.name)) > 255:
-        raise InputError("file name too long (more than 255 bytes)", file=str(path)[:80] + "...", field=flag)
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.exists():
-        if parent_may_be_made:
-            return
-        raise InputError(f"directory {parent} does not exist", file=str(path), field=flag)
-    if not parent.is_dir():
-        raise InputError(f"{parent} is not a directory", file=str(path), field=flag)
-    if not os.access(parent, os.W_OK):
-        raise InputError(f"directory {parent} is not writable", file=str(path), field=flag)
+def _check_output(path: Path, flag: str | None) -> None:
+    """Refuse, before any work, an output path that cannot be written (its directory must exist)."""
+    check_output_file(path, field=flag, make_parents=False)
 
 
 def _run_scenario(path: Path, *, model: str | None, launch: str | None, nodes: int, progress: bool,
                   need_nccl: bool) -> tuple[Any, Any]:
     """Run a scenario as ``collsim run`` does (results written, report left for later); its timings."""
     from collsim.runner.run import run_scenario  # lazy: start-up
-    from collsim.errors import CollsimError, InputError  # lazy: start-up
     from collsim.models import get_model  # lazy: start-up
     from collsim.scenario import load_scenario  # lazy: start-up
     from collsim.tune.nccl import check_nccl_runnable  # lazy: start-up
@@ -98,8 +85,6 @@ def _config_summary(config: Any) -> list[str]:
 
 
 def _disagreement_lines(comparison: Any, sim_source: str, meas_source: str) -> list[str]:
-    from collsim.units import format_size  # lazy: start-up
-
     lines = [f"simulated ({sim_source}) against measured ({meas_source}): {comparison.compared} points compared, "
              f"{len(comparison.disagreements)} where the simulated choice is not within "
              f"{comparison.tolerance_pct:g}% of the measured fastest"]
@@ -152,7 +137,6 @@ def tune(
     ties (choices within --tolerance of the fastest). Nothing is said above
     the largest size run or measured.
     """
-    from collsim.errors import InputError  # lazy: start-up
     from collsim.tune import build_config, build_table, check_tolerance, compare  # lazy: start-up
     from collsim.tune.files import default_names, write_files  # lazy: start-up
     from collsim.tune.source import SCENARIO_SUFFIXES, measured_timings  # lazy: start-up

@@ -18,6 +18,13 @@ Fence                   ``fence.{sc|acq_rel}.{scope}``
 Atomic, no ``into``     ``red.{sem}.{scope}.global.{op}...`` (vector data:
                         ``red...add.v4.f32`` / ``.noftz.v4.bf16x2``, sm_90)
 Atomic with ``into``    ``atom.{sem}.{scope}.global.{op}...``
+Atomic with a ``flag``  the data words' vector ``red`` and one ``red.add`` per
+                        flag word, in one asm block per lane
+MultimemLoadReduce      ``multimem.ld_reduce{.sem.scope}.global.add...``
+MultimemStore           ``multimem.st{.sem.scope}.global...``
+MultimemRed             ``multimem.red.{sem}.{scope}.global.add...``
+                        (multimem ops address the buffer's multicast mapping;
+                        single-GPU mode issues one per copy, see EMIT.md)
 SyncGroup               ``__syncthreads()``
 KernelBoundary          end of the kernel (next part is the next launch)
 Reduce / WriteOutput    plain loads and stores of rank-local memory
@@ -33,16 +40,18 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
-from collsim.emit.layouts import EmitError, LayoutPlan
+from collsim.emit.layouts import EmitError, LaneRun, LayoutPlan, lane_runs
 from collsim.emit.plan import EmitNode, ProgramPlan, iter_nodes
+from collsim.ir import multimem
 from collsim.ir.expr import Expr
-from collsim.ir.ops import (Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, NotEqual, Op, PollUntil, Reduce,
-                            Ref, Reg, Store, SyncGroup, WriteOutput)
+from collsim.ir.ops import (Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, MulticastRef, MultimemLoadReduce,
+                            MultimemRed, MultimemStore, NotEqual, Op, PollUntil, Reduce, Ref, Reg, Store, SyncGroup,
+                            WriteOutput)
 from collsim.ir.types import FillPattern, Issuer, RmwOp, Scope, Sem
 from collsim.ir.visit import OpVisitor
 
 __all__ = ["generate_kernel_source", "describe_op", "ptx_store_qualifiers", "ptx_load_qualifiers",
-           "ptx_atomic_qualifiers", "MARKER"]
+           "ptx_atomic_qualifiers", "ptx_multimem_qualifiers", "reduction_instructions", "ELEMENT_TYPES", "MARKER"]
 
 #: The comment every emitted IR instruction carries inside its asm block.
 MARKER = "collsim-ir op="
@@ -52,39 +61,75 @@ MARKER = "collsim-ir op="
 # Semantics -> PTX qualifiers
 # ---------------------------------------------------------------------------
 
-def ptx_store_qualifiers(sem: Sem, scope: Scope, where: str) -> str:
-    """``st`` qualifiers before ``.global`` for an IR store."""
+def _memory_qualifiers(sem: Sem, scope: Scope, where: str, access: str, mnemonic: str, ordering: Sem) -> str:
+    """``ld``/``st`` qualifiers before ``.global``: PTX takes weak, volatile, relaxed and one ordering (acquire
+    for a load, release for a store), scoped when relaxed or ordered."""
     if sem is Sem.WEAK:
         return ""
     if sem is Sem.VOLATILE:
         return ".volatile"
-    if sem in (Sem.RELAXED, Sem.RELEASE):
+    if sem in (Sem.RELAXED, ordering):
         return f".{sem.value}.{scope.value}"
-    raise EmitError(f"{where}: a store cannot have {sem.value} semantics (PTX st takes weak, volatile, relaxed "
-                    "or release)")
+    raise EmitError(f"{where}: a {access} cannot have {sem.value} semantics (PTX {mnemonic} takes weak, volatile, "
+                    f"relaxed or {ordering.value})")
+
+
+def ptx_store_qualifiers(sem: Sem, scope: Scope, where: str) -> str:
+    """``st`` qualifiers before ``.global`` for an IR store."""
+    return _memory_qualifiers(sem, scope, where, "store", "st", Sem.RELEASE)
 
 
 def ptx_load_qualifiers(sem: Sem, scope: Scope, where: str) -> str:
     """``ld`` qualifiers before ``.global`` for an IR load or poll."""
-    if sem is Sem.WEAK:
-        return ""
-    if sem is Sem.VOLATILE:
-        return ".volatile"
-    if sem in (Sem.RELAXED, Sem.ACQUIRE):
-        return f".{sem.value}.{scope.value}"
-    raise EmitError(f"{where}: a load cannot have {sem.value} semantics (PTX ld takes weak, volatile, relaxed "
-                    "or acquire)")
+    return _memory_qualifiers(sem, scope, where, "load", "ld", Sem.ACQUIRE)
 
 
 def ptx_atomic_qualifiers(sem: Sem, scope: Scope, returns: bool, where: str) -> tuple[str, str]:
     """(mnemonic, qualifiers) for an IR atomic: ``red`` when nothing is returned and the semantics allow it."""
     if sem is Sem.WEAK:
         raise EmitError(f"{where}: an atomic cannot be weak")
-    model = Sem.RELAXED if sem is Sem.VOLATILE else sem  # PTX has no volatile atomics; volatile = relaxed.sys
-    scope_q = Scope.SYS if sem is Sem.VOLATILE else scope
+    model = Sem(sem.model_sem)  # PTX has no volatile atomics: print what the memory model sees, relaxed.sys
+    scope_q = sem.model_scope(scope)
     if not returns and model in (Sem.RELAXED, Sem.RELEASE):
         return "red", f".{model.value}.{scope_q.value}"
     return "atom", f".{model.value}.{scope_q.value}"
+
+
+def ptx_multimem_qualifiers(instruction: str, sem: Sem, scope: Scope) -> str:
+    """``multimem.<instruction>`` qualifiers before ``.global``: none for weak, else ``.sem.scope``."""
+    multimem.check_semantics(instruction, sem)
+    return "" if sem is Sem.WEAK else f".{sem.value}.{scope.value}"
+
+
+#: The element types every kernel is instantiated for: (C++ template argument, collsim dtype).
+ELEMENT_TYPES = (("float", "float32"), ("collsim_bf16", "bfloat16"), ("int", "int32"))
+
+
+def reduction_instructions(kind: str, run: LaneRun, elem_bytes: int, dtype: str) -> list[tuple[str, int, int]]:
+    """The instructions that reduce one lane run: ``(type qualifiers, byte offset in the lane, 32-bit words)``.
+
+    ``kind`` is ``red`` (unicast data reduction), ``multimem.red`` or ``multimem.ld_reduce``. A data run
+    is reduced as the collective's element type (one vector instruction for floats, one per 32-bit word
+    for integers); a flag run is an unsigned add of its word (the count it carries).
+
+    >>> reduction_instructions("multimem.red", LaneRun("data", 0, 4, 0), 4, "bfloat16")
+    [('.add.v4.bf16x2', 0, 4)]
+    >>> reduction_instructions("red", LaneRun("data", 0, 1, 0), 8, "float32")
+    [('.add.v2.f32', 0, 2)]
+    >>> reduction_instructions("multimem.red", LaneRun("flag", 1, 1, 8), 8, "int32")
+    [('.add.u64', 8, 2)]
+    """
+    nbytes = run.count * elem_bytes
+    if run.role == "flag":
+        return [(f".add.{multimem.counter_type(elem_bytes)}", run.byte, elem_bytes // 4)]
+    ptx_type = multimem.data_type(dtype)
+    if ptx_type in multimem.INTEGER_TYPES:
+        return [(f".add.{ptx_type}", run.byte + 4 * k, 1) for k in range(nbytes // 4)]
+    if kind == "red":
+        vec = multimem.vector_qualifier(ptx_type, nbytes)
+        noftz = ".noftz" if ptx_type in ("bf16x2", "f16x2") else ""
+        return [(f".add{noftz}{vec}.{ptx_type}", run.byte, nbytes // 4)]
+    return [(multimem.qualifiers(kind.split(".")[1], "add", ptx_type, nbytes), run.byte, nbytes // 4)]
 
 
 # ---------------------------------------------------------------------------
@@ -104,8 +149,9 @@ def _src_text(src) -> str:
     return repr(src)
 
 
-def _ref_text(ref: Ref) -> str:
-    return (f"{ref.buffer}@rank {ref.rank!r} [slot {ref.slot!r}, region {ref.region!r}, "
+def _ref_text(ref: Ref | MulticastRef) -> str:
+    owner = "multicast" if isinstance(ref, MulticastRef) else f"rank {ref.rank!r}"
+    return (f"{ref.buffer}@{owner} [slot {ref.slot!r}, region {ref.region!r}, "
             f"lines {ref.line!r}+{ref.lines!r}]")
 
 
@@ -144,8 +190,24 @@ class _Description(OpVisitor):
     def visit_atomic(self, op: Atomic) -> str:
         operand = _src_text(op.operand) if isinstance(op.operand, (Input, Reg, Fill)) else repr(op.operand)
         into = f" -> {op.into}" if op.into else ""
+        flag = f", flag += {op.flag!r}" if op.flag is not None else ""
         return (f"Atomic {op.op.value} {op.sem.value}.{op.scope.value}{self.who(op)}: {_ref_text(op.dst)} "
-                f"+= {operand}{into}")
+                f"+= {operand}{flag}{into}")
+
+    def visit_multimem_load_reduce(self, op: MultimemLoadReduce) -> str:
+        return (f"MultimemLoadReduce {op.op.value} {op.sem.value}.{op.scope.value}{self.who(op)}: "
+                f"{op.into}(+{op.into_offset!r}) <- {_ref_text(op.src)}")
+
+    def visit_multimem_store(self, op: MultimemStore) -> str:
+        flag = f", flag {op.flag!r}" if op.flag is not None else ""
+        return (f"MultimemStore {op.sem.value}.{op.scope.value}{self.who(op)}: {_ref_text(op.dst)} <- "
+                f"{_src_text(op.src)}{flag}")
+
+    def visit_multimem_red(self, op: MultimemRed) -> str:
+        operand = _src_text(op.operand) if isinstance(op.operand, (Input, Reg, Fill)) else repr(op.operand)
+        flag = f", flag += {op.flag!r}" if op.flag is not None else ""
+        return (f"MultimemRed {op.op.value} {op.sem.value}.{op.scope.value}{self.who(op)}: {_ref_text(op.dst)} "
+                f"+= {operand}{flag}")
 
     def visit_reduce(self, op: Reduce) -> str:
         srcs = ", ".join(_src_text(s) for s in op.srcs)
@@ -272,21 +334,26 @@ class KernelGenerator(OpVisitor):
             raise EmitError(f"{self.program.protocol}/{self.program.algorithm}: register {name!r} is not declared "
                             "in Program.registers, so the emitter cannot size its scratch") from None
 
-    def ref_base(self, ref: Ref, node: EmitNode) -> str:
-        """Declare o_owner/o_base/o_lines for ``ref`` (the address of its first line)."""
+    def ref_base(self, ref: Ref | MulticastRef, node: EmitNode) -> str:
+        """Declare o_slot/o_region/o_line0/o_lines and the address of ``ref``'s first line: ``o_base`` in its
+        owner's copy (``o_owner``), or ``o_mc`` through the buffer's multicast mapping."""
+        multicast = isinstance(ref, MulticastRef)
         b = self.buf(ref.buffer)
         lp = self.plan.layouts[ref.buffer]
         o = self.out
-        o(f"const long long o_owner = {_c(ref.rank)};")
+        if not multicast:
+            o(f"const long long o_owner = {_c(ref.rank)};")
         o(f"const long long o_slot = {_c(ref.slot)};")
         o(f"const long long o_region = {_c(ref.region)};")
         o(f"const long long o_line0 = {_c(ref.line)};")
         o(f"const long long o_lines = {_c(ref.lines)};")
         depth = self.program.buffer(ref.buffer).depth
-        o(f"COLLSIM_CHECK_REF({node.id}, o_owner, nranks, o_slot, {depth}, o_region, R_{b}, o_line0, o_lines, L_{b});")
-        o(f"char* const o_base = p.buf[{b}][o_owner] + (long long)chan * p.buf_stride[{b}]"
+        owner, owners = ("0", "1") if multicast else ("o_owner", "nranks")
+        o(f"COLLSIM_CHECK_REF({node.id}, {owner}, {owners}, o_slot, {depth}, o_region, R_{b}, o_line0, o_lines, L_{b});")
+        name, mapping = ("o_mc", f"p.mc[{b}]") if multicast else ("o_base", f"p.buf[{b}][o_owner]")
+        o(f"char* const {name} = {mapping} + (long long)chan * p.buf_stride[{b}]"
           f" + ((o_slot * R_{b} + o_region) * L_{b} + o_line0) * {lp.line_bytes};")
-        return "o_base"
+        return name
 
     def source_ptr(self, src, node: EmitNode) -> str | None:
         if isinstance(src, Input):
@@ -306,6 +373,14 @@ class KernelGenerator(OpVisitor):
             if lp.elem_bytes == 4:
                 return f"0x{word:08x}u"
             return f"0x{word:08x}{word:08x}ull"
+        raise EmitError(f"{self.where(node)}: unsupported source {src!r}")
+
+    def fill_word(self, src, node: EmitNode) -> str:
+        """A fill pattern as one 32-bit word (the words of a data run, whatever the layout's word width)."""
+        if isinstance(src, Fill) and src.pattern is FillPattern.SENTINEL:
+            return f"0x{self.sentinel(node):08x}u"
+        if isinstance(src, Fill):
+            return "0u"
         raise EmitError(f"{self.where(node)}: unsupported source {src!r}")
 
     def sentinel(self, node: EmitNode) -> int:
@@ -458,24 +533,8 @@ class KernelGenerator(OpVisitor):
         full = all((el.role == "data" and writes_data) or (el.role == "flag" and writes_flag)
                    for pat in lp.patterns for el in pat.elements)
         base = self.ref_base(op.dst, node)
-        src = self.source_ptr(op.src, node) if writes_data else None
-        if src is not None:
-            o(f"const char* const o_src = {src};")
-        if writes_flag:
-            o(f"const {lp.ctype} o_flag = ({lp.ctype})({op.flag.to_c()});")
-        self.item_loop(op.issuer, f"o_lines * {lp.lanes}")
-        self.line_lane(lp)
-        if src is not None and lp.has_data():
-            o(f"const long long o_d = ln * {lp.data_bytes} + {lp.lane_data_start_c()};")
+        value = self._open_store_lanes(op, lp, node)
         o(f"char* const o_addr = {self.lane_addr(lp, base)};")
-
-        def value(i: int, el) -> str:
-            if el.role == "flag":
-                return "o_flag"
-            if src is not None:
-                return f"collsim_ld_u{lp.elem_bytes * 8}(o_src + o_d + {el.data_offset})"
-            return self.fill_value(op.src, lp, node)
-
         if full:
             names = [f"e{i}" for i in range(lp.n_elems)]
             o(f"{lp.ctype} {', '.join(names)};")
@@ -505,6 +564,33 @@ class KernelGenerator(OpVisitor):
 
             self.pattern_switch(lp, partial)
         self.close_item_loop(op.issuer)
+
+    def _open_store_lanes(self, op: Store | MultimemStore, lp: LayoutPlan, node: EmitNode):
+        """Open the lane loop of a store (plain or multimem) and return the C value of each word.
+
+        Emits the source pointer and flag value, the issuer's item loop over
+        lines × lanes and the lane's data offset ``o_d``; the returned
+        function gives the expression a word of the lane is stored as.
+        """
+        o = self.out
+        src = self.source_ptr(op.src, node) if op.src is not None else None
+        if src is not None:
+            o(f"const char* const o_src = {src};")
+        if op.flag is not None:
+            o(f"const {lp.ctype} o_flag = ({lp.ctype})({op.flag.to_c()});")
+        self.item_loop(op.issuer, f"o_lines * {lp.lanes}")
+        self.line_lane(lp)
+        if src is not None and lp.has_data():
+            o(f"const long long o_d = ln * {lp.data_bytes} + {lp.lane_data_start_c()};")
+
+        def value(i: int, el) -> str:
+            if el.role == "flag":
+                return "o_flag"
+            if src is not None:
+                return f"collsim_ld_u{lp.elem_bytes * 8}(o_src + o_d + {el.data_offset})"
+            return self.fill_value(op.src, lp, node)
+
+        return value
 
     def _load_asm(self, node: EmitNode, lp: LayoutPlan, quals: str, names: list[str], addr: str) -> None:
         o = self.out
@@ -662,9 +748,203 @@ class KernelGenerator(OpVisitor):
     def visit_atomic(self, op: Atomic, node: EmitNode) -> None:
         lp = self.plan.layouts[op.dst.buffer]
         if isinstance(op.operand, (Input, Reg, Fill)):
-            self._atomic_data(node, op, lp)
+            if op.flag is not None or lp.elem_bytes != 4:
+                self._atomic_line(node, op, lp)
+            else:
+                self._atomic_data(node, op, lp)
         else:
             self._atomic_scalar(node, op, lp)
+
+    def _atomic_line(self, node: EmitNode, op: Atomic, lp: LayoutPlan) -> None:
+        """A data reduction into lines that carry flag words or 8-byte words: per lane, one vector ``red`` per
+        run of data words and one ``red.add`` per flag word (the count), in one asm block."""
+        if op.op is not RmwOp.ADD or op.into is not None:
+            raise EmitError(f"{self.where(node)}: a reduction into a line with a count is a red.add without a "
+                            "result (got {op.op.value}{', into' if op.into else ''})")
+        mnemonic, quals = ptx_atomic_qualifiers(op.sem, op.scope, False, self.where(node))
+        base = self.ref_base(op.dst, node)
+        self._reduction_lines(node, op, lp, "red", f"{mnemonic}{quals}", lambda: self.lane_addr(lp, base), None)
+
+    # -- multimem -------------------------------------------------------------
+    def open_copies(self, ref: MulticastRef, lp: LayoutPlan, offset: str | None = None) -> None:
+        """Open the loop over the multicast addresses of one item: one with a switch that reaches every copy
+        (multi-GPU), one per copy where the harness emulates the switch (single-GPU).
+
+        The item is the (line, lane) of the layout, or the byte ``offset`` given (a C expression)."""
+        o = self.out
+        copy = f"o_mc + (long long)o_c * p.mc_stride[{self.buf(ref.buffer)}]"
+        o("#pragma unroll 1")
+        o.open("for (int o_c = 0; o_c < p.mc_copies; ++o_c) {")
+        o(f"char* const o_addr = {self.lane_addr(lp, copy) if offset is None else f'{copy} + {offset}'};")
+
+    def element_branches(self, body: Callable[[str, str], None]) -> None:
+        """Print ``body(c_type, dtype)`` once per element type the kernel is instantiated for."""
+        o = self.out
+        for i, (ctype, dtype) in enumerate(ELEMENT_TYPES):
+            if i == 0:
+                o.open(f"if constexpr (collsim::is_same<T, {ctype}>::value) {{")
+            elif i == len(ELEMENT_TYPES) - 1:
+                o.close("} else {")
+                o.depth += 1
+            else:
+                o.close(f"}} else if constexpr (collsim::is_same<T, {ctype}>::value) {{")
+                o.depth += 1
+            body(ctype, dtype)
+        o.close()
+
+    def _reduction_lines(self, node: EmitNode, op: Atomic | MultimemRed, lp: LayoutPlan, kind: str, prefix: str,
+                         address: Callable[[], str], ref: MulticastRef | None) -> None:
+        """Every (line, lane) item of a data reduction: the lane's data words from the source, its flag words
+        ``op.flag``; one asm block per lane pattern and element type (``kind`` as
+        :func:`reduction_instructions` takes it)."""
+        o = self.out
+        src = self.source_ptr(op.operand, node)
+        if src is not None:
+            o(f"const char* const o_src = {src};")
+        if op.flag is not None:
+            o(f"const {lp.ctype} o_flag = ({lp.ctype})({op.flag.to_c()});")
+        self.item_loop(op.issuer, f"o_lines * {lp.lanes}")
+        self.line_lane(lp)
+        o(f"const long long o_d = ln * {lp.data_bytes} + {lp.lane_data_start_c()};")
+        if ref is None:
+            o(f"char* const o_addr = {address()};")
+        else:
+            self.open_copies(ref, lp)
+
+        def lane(pattern) -> None:
+            runs = lane_runs(pattern, lp.elem_bytes)
+            words: dict[int, list[str]] = {}
+            for r, run in enumerate(runs):
+                if run.role == "data":
+                    names = [f"w{r}_{k}" for k in range(run.count * lp.elem_bytes // 4)]
+                    for k, name in enumerate(names):
+                        value = (f"collsim_ld_u32(o_src + o_d + {run.data_offset + 4 * k})" if src is not None
+                                 else self.fill_word(op.operand, node))
+                        o(f"const unsigned int {name} = {value};")
+                    words[r] = names
+                elif op.flag is None:
+                    raise EmitError(f"{self.where(node)}: a data reduction into {lp.name} needs a flag value for "
+                                    "its flag words")
+
+            def typed(ctype: str, dtype: str) -> None:
+                texts, inputs = [], ['"l"(o_addr)']
+                for r, run in enumerate(runs):
+                    for quals, byte, count in reduction_instructions(kind, run, lp.elem_bytes, dtype):
+                        first = len(inputs)
+                        if run.role == "flag":
+                            inputs.append(f'"{lp.constraint}"(o_flag)')
+                            operands = f"%{first}"
+                        else:
+                            start = (byte - run.byte) // 4
+                            inputs += [f'"r"({name})' for name in words[r][start:start + count]]
+                            operands = ", ".join(f"%{first + k}" for k in range(count))
+                            operands = "{" + operands + "}" if count > 1 else operands
+                        texts.append(f"{prefix}.global{quals} [%0+{byte}], {operands};")
+                o(f'asm volatile("{self.marker(node)}{_join_asm(texts)}"')
+                o(f'             :: {", ".join(inputs)} : "memory");')
+
+            self.element_branches(typed)
+
+        self.pattern_switch(lp, lane)
+        if ref is not None:
+            o.close()
+        self.close_item_loop(op.issuer)
+
+    @_scoped
+    def visit_multimem_red(self, op: MultimemRed, node: EmitNode) -> None:
+        o = self.out
+        lp = self.plan.layouts[op.dst.buffer]
+        quals = ptx_multimem_qualifiers("red", op.sem, op.scope)
+        self.ref_base(op.dst, node)
+        if isinstance(op.operand, (Input, Reg, Fill)):
+            self._reduction_lines(node, op, lp, "multimem.red", f"multimem.red{quals}", lambda: "", op.dst)
+            return
+        if any(el.role == "data" for pat in lp.patterns for el in pat.elements):
+            raise EmitError(f"{self.where(node)}: a counter multimem.red into {lp.name}, whose words hold data")
+        ptx_op = multimem.qualifiers("red", op.op.value, multimem.counter_type(lp.elem_bytes), lp.elem_bytes)
+        o(f"const {lp.ctype} o_val = ({lp.ctype})({op.operand.to_c()});")
+        self.item_loop(op.issuer, f"o_lines * {len(lp.layout.words)}")
+        self.open_copies(op.dst, lp, f"o_i * {lp.elem_bytes}")
+        o(f'asm volatile("{self.marker(node)}multimem.red{quals}.global{ptx_op} [%0], %1;"')
+        o(f'             :: "l"(o_addr), "{lp.constraint}"(o_val) : "memory");')
+        o.close()
+        self.close_item_loop(op.issuer)
+
+    @_scoped
+    def visit_multimem_store(self, op: MultimemStore, node: EmitNode) -> None:
+        o = self.out
+        lp = self.plan.layouts[op.dst.buffer]
+        quals = ptx_multimem_qualifiers("st", op.sem, op.scope)
+        writes_data, writes_flag = op.src is not None, op.flag is not None
+        if not all((el.role == "data" and writes_data) or (el.role == "flag" and writes_flag)
+                   for pat in lp.patterns for el in pat.elements):
+            raise EmitError(f"{self.where(node)}: a multimem.st must cover every word of {lp.name} (data and flags)")
+        self.ref_base(op.dst, node)
+        value = self._open_store_lanes(op, lp, node)
+        names = [f"e{i}" for i in range(lp.n_elems)]
+        o(f"{lp.ctype} {', '.join(names)};")
+
+        def fill(pattern) -> None:
+            for i, el in enumerate(pattern.elements):
+                o(f"e{i} = {value(i, el)};")
+
+        self.pattern_switch(lp, fill)
+        self.open_copies(op.dst, lp)
+        args = ", ".join(f'"{lp.constraint}"({n})' for n in names)
+        if lp.elem_bytes == 4:  # the bits of 32-bit words, stored as one f32 vector (PTX has no integer vectors)
+            operands = ", ".join(f"%{i + 1}" for i in range(lp.n_elems))
+            vec = "{" + operands + "}" if lp.n_elems > 1 else operands
+            form = multimem.qualifiers("st", None, "f32", lp.store_bytes)
+            o(f'asm volatile("{self.marker(node)}multimem.st{quals}.global{form} [%0], {vec};"')
+        else:
+            texts = [f"multimem.st{quals}.global.u64 [%0+{8 * i}], %{i + 1};" for i in range(lp.n_elems)]
+            o(f'asm volatile("{self.marker(node)}{_join_asm(texts)}"')
+        o(f'             :: "l"(o_addr), {args} : "memory");')
+        o.close()
+        self.close_item_loop(op.issuer)
+
+    @_scoped
+    def visit_multimem_load_reduce(self, op: MultimemLoadReduce, node: EmitNode) -> None:
+        """One ``multimem.ld_reduce`` per lane returns the sum of every copy (with the emulated switch of
+        single-GPU mode, one per copy, summed as the element type adds)."""
+        o = self.out
+        lp = self.plan.layouts[op.src.buffer]
+        if lp.elem_bytes != 4 or any(el.role != "data" for pat in lp.patterns for el in pat.elements):
+            raise EmitError(f"{self.where(node)}: multimem.ld_reduce needs a layout of 4-byte data words only "
+                            f"({lp.name} is not)")
+        if op.op is not RmwOp.ADD:
+            raise EmitError(f"{self.where(node)}: multimem.ld_reduce {op.op.value} of data is not emitted (add is)")
+        quals = ptx_multimem_qualifiers("ld_reduce", op.sem, op.scope)
+        self.ref_base(op.src, node)
+        o(f"char* const o_into = reg_{self.reg(op.into)} + {_c(op.into_offset)};")
+        self.item_loop(op.issuer, f"o_lines * {lp.lanes}")
+        self.line_lane(lp)
+        o(f"const long long o_d = ln * {lp.data_bytes} + {lp.lane_data_start_c()};")
+        n = lp.n_elems
+        sums = [f"w{k}" for k in range(n)]
+        o(f"unsigned int {', '.join(s + ' = 0' for s in sums)};")
+        self.open_copies(op.src, lp)
+        got = [f"r{k}" for k in range(n)]
+        o(f"unsigned int {', '.join(got)};")
+        run = LaneRun("data", 0, n, 0)
+
+        def typed(ctype: str, dtype: str) -> None:
+            texts = []
+            for quals_t, byte, count in reduction_instructions("multimem.ld_reduce", run, 4, dtype):
+                first = byte // 4
+                outs = ", ".join(f"%{first + k}" for k in range(count))
+                outs = "{" + outs + "}" if count > 1 else outs
+                texts.append(f"multimem.ld_reduce{quals}.global{quals_t} {outs}, [%{n}+{byte}];")
+            o(f'asm volatile("{self.marker(node)}{_join_asm(texts)}"')
+            o(f'             : {", ".join(f"{chr(34)}=r{chr(34)}({g})" for g in got)} : "l"(o_addr) : "memory");')
+
+        self.element_branches(typed)
+        for w, g in zip(sums, got):
+            o(f"{w} = o_c == 0 ? {g} : collsim_mc_add<T>({w}, {g});")
+        o.close()
+        for k, w in enumerate(sums):
+            o(f"collsim_st_u32(o_into + o_d + {4 * k}, {w});")
+        self.close_item_loop(op.issuer)
 
     def _atomic_scalar(self, node: EmitNode, op: Atomic, lp: LayoutPlan) -> None:
         """A counter atomic: one scalar instruction per word of each line."""
@@ -838,6 +1118,11 @@ class KernelGenerator(OpVisitor):
         o.open(f"for (long long v = tid; v < o_nb / {vw}; v += nthreads) {{")
         o(f"collsim_copy<{vw}>(o_out + v * {vw}, o_s0 + v * {vw});")
         o.close()
+
+
+def _join_asm(texts: list[str]) -> str:
+    """Instructions of one asm block, as the C string literal's content."""
+    return "\\n\\t".join(texts)
 
 
 def generate_kernel_source(plan: ProgramPlan) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from collsim.errors import is_interrupt
+
 __all__ = ["MODEL", "VerificationStatus", "verification_status", "status_of"]
 
 #: The memory model the emitted code is checked against.
@@ -55,11 +57,12 @@ def verification_status(protocol: str, algorithm: str, *, solve: bool = False) -
     cached. Without a cached verdict the protocol counts as "not verified",
     and so it does when the verifier fails.
     """
-    # the verifier (and z3) load only when a verdict is looked up: `import collsim.emit` stays light
-    from collsim.verify.verifier import verdict_for
+    from collsim.verify.verifier import verdict_for  # lazy: start-up (z3 loads with it; `import collsim.emit` stays light)
 
     try:
         result = verdict_for(protocol, algorithm, model=MODEL, solve=solve)
     except Exception as err:  # noqa: BLE001 - a verifier failure must not look like a proof
+        if is_interrupt(err):
+            raise
         return VerificationStatus("not verified", f"the verifier failed: {type(err).__name__}: {err}")
     return status_of(result, protocol, algorithm)

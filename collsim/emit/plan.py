@@ -23,12 +23,13 @@ from typing import Iterator, Mapping
 from collsim.algorithms import generate
 from collsim.emit.layouts import EmitError, LayoutPlan, lcm, plan_layout
 from collsim.ir.effects import effects
-from collsim.ir.ops import (Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, Op, PollUntil, Reduce, Reg, Store,
-                            SyncGroup, WriteOutput, bind)
+from collsim.ir.ops import (Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, MultimemLoadReduce, MultimemRed,
+                            MultimemStore, Op, PollUntil, Reduce, Reg, Store, SyncGroup, WriteOutput, bind)
 from collsim.ir.program import Program
 from collsim.ir.protocol import Protocol
 from collsim.ir.types import Issuer
 from collsim.ir.visit import OpVisitor
+from collsim.lru import LRUCache
 
 __all__ = ["EmitNode", "ProgramPlan", "plan_program", "plan_for", "register_sync_points", "iter_nodes"]
 
@@ -77,6 +78,14 @@ class ProgramPlan:
     vec_bytes: int
     sync_before: set[int] = field(default_factory=set)
     needs_vector_atomics: bool = False
+    #: the program has multimem ops: its harness binds buffers to multicast objects (sm_90, NVLink SHARP)
+    uses_multicast: bool = False
+
+    @property
+    def min_sm(self) -> int:
+        """The oldest architecture (compute capability × 10) the program compiles for: vector red/atom and
+        multimem instructions need sm_90."""
+        return 90 if self.needs_vector_atomics or self.uses_multicast else 70
 
     @property
     def sentinel_word(self) -> int | None:
@@ -107,16 +116,17 @@ def _split_kernels(nodes: tuple[EmitNode, ...]) -> list[tuple[EmitNode, ...]]:
     return kernels
 
 
+#: Plans by protocol identity (:attr:`Protocol.key`) and algorithm: emitting, checking the PTX and choosing an
+#: architecture each ask for the same plan. Keyed by the class too: a protocol file loaded twice in one process
+#: may define a changed class under the same name. Room for every shipped protocol and mutant under every
+#: algorithm it has.
+_PLANS: "LRUCache[ProgramPlan]" = LRUCache(maxsize=64)
+
+
 def plan_for(protocol: Protocol, algorithm: str) -> ProgramPlan:
     """Generate and plan ``protocol`` under ``algorithm`` (memoized per :attr:`Protocol.key` and algorithm)."""
-    key = (protocol.key, algorithm)
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = _PLANS[key] = plan_program(generate(protocol, algorithm))
-    return plan
-
-
-_PLANS: dict[tuple, ProgramPlan] = {}
+    return _PLANS.get((type(protocol), protocol.key, algorithm),
+                      lambda: plan_program(generate(protocol, algorithm)))
 
 
 def plan_program(program: Program) -> ProgramPlan:
@@ -130,10 +140,12 @@ def plan_program(program: Program) -> ProgramPlan:
     granule = lcm(granule or 16, 4)
     vec_bytes = gcd(granule, 16)
     needs_vector = False
+    multicast = False
     for node in iter_nodes(nodes):
         touch = effects(node.op)
         if touch.atomic and touch.sources and layouts[touch.ref.buffer].store_bytes > 4:
             needs_vector = True  # a data atomic wider than one word: red.add.v4 and friends
+        multicast = multicast or touch.multicast
     plan = ProgramPlan(
         program=program,
         nodes=nodes,
@@ -144,6 +156,7 @@ def plan_program(program: Program) -> ProgramPlan:
         granule=granule,
         vec_bytes=vec_bytes,
         needs_vector_atomics=needs_vector,
+        uses_multicast=multicast,
     )
     plan.sync_before = register_sync_points(plan)
     return plan
@@ -241,6 +254,19 @@ class _RegisterAccesses(OpVisitor):
                             words[byte // 4] = thread
                 out.append((op.into, "w", words))
         return out
+
+    def visit_multimem_load_reduce(self, op: MultimemLoadReduce) -> list[Access]:
+        return [self.layout_access(op.src, op.issuer, op.into, op.into_offset, "w")]
+
+    def visit_multimem_store(self, op: MultimemStore) -> list[Access]:
+        if isinstance(op.src, Reg):
+            return [self.layout_access(op.dst, op.issuer, op.src.name, op.src.offset, "r")]
+        return []
+
+    def visit_multimem_red(self, op: MultimemRed) -> list[Access]:
+        if isinstance(op.operand, Reg):
+            return [self.layout_access(op.dst, op.issuer, op.operand.name, op.operand.offset, "r")]
+        return []
 
     def visit_reduce(self, op: Reduce) -> list[Access]:
         out: list[Access] = []

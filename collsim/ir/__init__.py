@@ -25,6 +25,10 @@ from collsim.ir.ops import (
     KernelBoundary,
     Load,
     Loop,
+    MulticastRef,
+    MultimemLoadReduce,
+    MultimemRed,
+    MultimemStore,
     NotEqual,
     Op,
     PollUntil,
@@ -51,7 +55,7 @@ __all__ = [
     "ASSUMPTIONS", "Assumption", "get_assumption",
     # operations
     "Op", "OP_TYPES", "Store", "Load", "PollUntil", "Fence", "Atomic", "Reduce", "WriteOutput", "SyncGroup",
-    "KernelBoundary", "Loop", "Ref", "Input", "Reg", "Fill", "Predicate", "Equals", "AtLeast", "NotEqual",
+    "KernelBoundary", "Loop", "MultimemLoadReduce", "MultimemStore", "MultimemRed", "Ref", "MulticastRef", "Input", "Reg", "Fill", "Predicate", "Equals", "AtLeast", "NotEqual",
     "DATA_WORD", "SENTINEL_WORD",
     # programs and protocols
     "Program", "ProgramBuilder", "FlatOp", "flatten", "walk", "SourceLocation",

@@ -36,6 +36,11 @@ class Buffer:
         Initial contents: ``FillPattern.ZERO`` or ``FillPattern.SENTINEL`` (or their names).
     role : str
         What it is for, for humans: ``"data"``, ``"flags"``, ``"credits"``...
+    multicast : bool
+        Bound to a multicast object: besides its unicast address in each rank, one multimem address
+        reaches every rank's copy at once (:class:`~collsim.ir.ops.MulticastRef`; NVLink SHARP,
+        sm_90 on an NVSwitch that multicasts). The buffer's size is then rounded up to the multicast
+        granularity by whoever allocates it.
 
     Examples
     --------
@@ -53,6 +58,7 @@ class Buffer:
     lines: Expr
     init: FillPattern = FillPattern.ZERO
     role: str = "data"
+    multicast: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "regions", as_expr(self.regions))

@@ -61,14 +61,21 @@ def check_program(program: Program, source: str | None = None) -> None:
                             f"{where}: {flat.name} uses undeclared buffer {ref.buffer!r}",
                             op=op, file=source, field="buffers", choices=sorted(buffers),
                         )
-                    if not 0 <= ref.rank < nranks:
-                        raise ProgramCheckError(f"{where}: {flat.name} targets rank {ref.rank} of {nranks}",
-                                                op=op, file=source)
-                    try:
-                        keys = list(touched_lines(program, ref, env))
-                    except IndexError as err:
-                        raise ProgramCheckError(f"{where}: {flat.name}: {err} (ranks={nranks})",
-                                                op=op, file=source) from None
+                    if touch.multicast and not buffers[ref.buffer].multicast:
+                        raise ProgramCheckError(
+                            f"{where}: {flat.name} uses the multicast address of buffer {ref.buffer!r}, which is "
+                            "not bound to a multicast object (declare it Buffer(..., multicast=True))",
+                            op=op, file=source, field="buffers")
+                    keys = []
+                    for copy in touch.refs(nranks):
+                        if not 0 <= copy.rank < nranks:
+                            raise ProgramCheckError(f"{where}: {flat.name} targets rank {copy.rank} of {nranks}",
+                                                    op=op, file=source)
+                        try:
+                            keys.extend(touched_lines(program, copy, env))
+                        except IndexError as err:
+                            raise ProgramCheckError(f"{where}: {flat.name}: {err} (ranks={nranks})",
+                                                    op=op, file=source) from None
                     layout = buffers[ref.buffer].layout
                     if touch.writes_memory:
                         written.update(keys)

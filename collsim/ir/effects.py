@@ -18,8 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from collsim.ir.expr import Expr
-from collsim.ir.ops import (Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, Op, PollUntil, Predicate, Reduce,
-                            Ref, Reg, Source, Store, SyncGroup, WriteOutput)
+from collsim.ir.ops import (Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, MulticastRef, MultimemLoadReduce,
+                            MultimemRed, MultimemStore, Op, PollUntil, Predicate, Reduce, Ref, Reg, Source, Store,
+                            SyncGroup, WriteOutput)
 from collsim.ir.visit import OpVisitor
 
 __all__ = ["Effects", "effects"]
@@ -29,7 +30,9 @@ __all__ = ["Effects", "effects"]
 class Effects:
     """What one operation touches.
 
-    ``ref`` is the symmetric-memory range it accesses (None for local work), ``writes_memory``
+    ``ref`` is the symmetric-memory range it accesses (None for local work; a
+    :class:`~collsim.ir.ops.MulticastRef` for a multimem op, which touches that range in every
+    rank's copy: :meth:`refs`), ``writes_memory``
     whether it writes that range, ``atomic`` whether it reads and writes it in one atomic
     operation, ``flag`` the flag value it stores into the flag words, ``until`` the condition
     it spins on; ``sources`` are the data sources it reads and ``fills`` the register it writes
@@ -38,7 +41,7 @@ class Effects:
     ``ends_launch`` the end of a launch.
     """
 
-    ref: Ref | None = None
+    ref: Ref | MulticastRef | None = None
     writes_memory: bool = False
     atomic: bool = False
     flag: Expr | None = None
@@ -47,6 +50,25 @@ class Effects:
     fills: str | None = None
     orders_group: bool = False
     ends_launch: bool = False
+
+    @property
+    def multicast(self) -> bool:
+        """Whether the op reaches every rank's copy through a multicast address."""
+        return isinstance(self.ref, MulticastRef)
+
+    def refs(self, nranks: int) -> tuple[Ref, ...]:
+        """The ranges the op touches in each rank's memory: its one range, or one per copy of a multicast range.
+
+        >>> from collsim.ir.types import Scope, Sem
+        >>> e = effects(MultimemStore(MulticastRef("out"), Reg("acc"), Sem.RELAXED, Scope.SYS))
+        >>> [str(r.rank) for r in e.refs(2)]
+        ['0', '1']
+        """
+        if self.ref is None:
+            return ()
+        if isinstance(self.ref, MulticastRef):
+            return tuple(self.ref.copy(rank) for rank in range(nranks))
+        return (self.ref,)
 
     @property
     def polls(self) -> bool:
@@ -86,8 +108,18 @@ class _EffectsOf(OpVisitor):
 
     def visit_atomic(self, op: Atomic) -> Effects:
         data = isinstance(op.operand, (Input, Reg, Fill))
-        return Effects(op.dst, writes_memory=True, atomic=True, sources=(op.operand,) if data else (),
+        return Effects(op.dst, writes_memory=True, atomic=True, flag=op.flag, sources=(op.operand,) if data else (),
                        fills=op.into)
+
+    def visit_multimem_load_reduce(self, op: MultimemLoadReduce) -> Effects:
+        return Effects(op.src, fills=op.into)
+
+    def visit_multimem_store(self, op: MultimemStore) -> Effects:
+        return Effects(op.dst, writes_memory=True, flag=op.flag, sources=(op.src,) if op.src is not None else ())
+
+    def visit_multimem_red(self, op: MultimemRed) -> Effects:
+        data = isinstance(op.operand, (Input, Reg, Fill))
+        return Effects(op.dst, writes_memory=True, atomic=True, flag=op.flag, sources=(op.operand,) if data else ())
 
     def visit_reduce(self, op: Reduce) -> Effects:
         return Effects(sources=op.srcs, fills=op.into)

@@ -11,6 +11,13 @@ a load or poll fills a register, a reduce combines sources into one, a store
 reads from a source. Sources are :class:`Input` (this iteration's input),
 :class:`Reg` or :class:`Fill` (a constant pattern: zero or the sentinel).
 
+A buffer bound to a multicast object (``Buffer(multicast=True)``) is also
+reachable through one *multimem* address that stands for every rank's copy:
+:class:`MulticastRef` names a range there, and the ``multimem`` operations
+(:class:`MultimemLoadReduce`, :class:`MultimemStore`, :class:`MultimemRed`)
+act on every copy at once, the NVSwitch doing the reduction or the fan-out
+(PTX ISA 8.1, sm_90; :mod:`collsim.ir.multimem` holds what the ISA allows).
+
 A bound operation (see :func:`collsim.ir.program.flatten`) is the same class
 with every expression replaced by its integer value.
 """
@@ -19,12 +26,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Mapping, Union
 
+from collsim.ir import multimem
 from collsim.ir.expr import Expr, ExprLike, as_expr
 from collsim.ir.origin import SourceLocation
 from collsim.ir.types import FenceKind, FillPattern, Issuer, RmwOp, Scope, Sem
 
 __all__ = [
     "Ref",
+    "MulticastRef",
     "Input",
     "Reg",
     "Fill",
@@ -42,6 +51,9 @@ __all__ = [
     "PollUntil",
     "Fence",
     "Atomic",
+    "MultimemLoadReduce",
+    "MultimemStore",
+    "MultimemRed",
     "Reduce",
     "WriteOutput",
     "SyncGroup",
@@ -75,6 +87,45 @@ class Ref:
 
     def describe(self) -> str:
         return f"{self.buffer}@{self.rank}[slot {self.slot}, region {self.region}, lines {self.line}+{self.lines}]"
+
+
+@dataclass(frozen=True)
+class MulticastRef:
+    """``lines`` lines starting at ``line`` of ``buffer[slot][region]`` in *every* rank's copy, through the
+    buffer's multicast address.
+
+    Only ``multimem`` operations access it (PTX ISA §8.2.3: other accesses to a multimem address are
+    undefined); the buffer must be declared ``multicast=True``. :meth:`copy` is the same range in one
+    rank's copy, where ordinary operations reach it through its unicast address.
+
+    >>> MulticastRef("counters", slot=1).copy(2).describe()
+    'counters@2[slot 1, region 0, lines 0+1]'
+    """
+
+    buffer: str
+    slot: Expr = 0  # type: ignore[assignment]
+    region: Expr = 0  # type: ignore[assignment]
+    line: Expr = 0  # type: ignore[assignment]
+    lines: Expr = 1  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        for name in ("slot", "region", "line", "lines"):
+            value = getattr(self, name)
+            if isinstance(value, int):
+                object.__setattr__(self, name, _e(value))
+
+    def copy(self, rank: ExprLike) -> Ref:
+        """The same lines in ``rank``'s copy of the buffer (bound, with integer fields, if this range is bound)."""
+        if isinstance(self.lines, Expr):
+            return Ref(self.buffer, rank, self.slot, self.region, self.line, self.lines)  # type: ignore[arg-type]
+        bound = object.__new__(Ref)
+        for name, value in (("buffer", self.buffer), ("rank", rank), ("slot", self.slot), ("region", self.region),
+                            ("line", self.line), ("lines", self.lines)):
+            object.__setattr__(bound, name, value)
+        return bound
+
+    def describe(self) -> str:
+        return f"{self.buffer}@multicast[slot {self.slot}, region {self.region}, lines {self.line}+{self.lines}]"
 
 
 @dataclass(frozen=True)
@@ -332,6 +383,10 @@ class Atomic(Op):
     ``operand`` is a data source (vector reductions such as 128-bit
     ``red.add``) or an expression (counters). With ``into`` the old values
     go to that register (``atom``); without, it is a reduction (``red``).
+    ``flag``, with a data operand, is added to the flag words of each line
+    (a count the line's readers poll, as in the LL128-atomic line: the data
+    words get the operand, the count word ``flag``, all by the lanes of one
+    line).
     """
 
     op: RmwOp
@@ -343,12 +398,108 @@ class Atomic(Op):
     issuer: Issuer = Issuer.ALL
     label: str = "atomic"
     into_offset: Expr = 0  # type: ignore[assignment]
+    flag: Expr | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.operand, int):
             object.__setattr__(self, "operand", _e(self.operand))
         if isinstance(self.into_offset, int):
             object.__setattr__(self, "into_offset", _e(self.into_offset))
+        if isinstance(self.flag, int):
+            object.__setattr__(self, "flag", _e(self.flag))
+        if self.flag is not None and not isinstance(self.operand, (Input, Reg, Fill)):
+            raise ValueError(f"atomic {self.label!r}: a flag is added next to data; a counter atomic's operand "
+                             "is already its increment")
+
+
+def _multimem_checked(instruction: str, sem: Sem, scope: Scope, op: RmwOp | None, label: str) -> None:
+    try:
+        multimem.check_semantics(instruction, Sem(sem))
+        if op is not None:
+            multimem.check_operator(instruction, RmwOp(op).value)
+    except ValueError as err:
+        raise ValueError(f"{label!r}: {err}") from None
+    if Scope(scope) not in (Scope.CTA, Scope.GPU, Scope.SYS):
+        raise ValueError(f"{label!r}: multimem scope is cta, gpu or sys, not {scope}")
+
+
+@dataclass(frozen=True)
+class MultimemLoadReduce(Op):
+    """``multimem.ld_reduce``: load the data words of ``src``'s lines from every rank's copy, reduced
+    (``op``, in the NVSwitch) into register ``into``.
+
+    Each copy's element is a separate load (no atomicity across copies, PTX ISA §8.2.4 for each copy's
+    vector); ``sem`` is weak, relaxed or acquire (PTX default: weak).
+    """
+
+    into: str
+    src: MulticastRef
+    sem: Sem
+    scope: Scope
+    op: RmwOp = RmwOp.ADD
+    issuer: Issuer = Issuer.ALL
+    label: str = "multimem_ld_reduce"
+    into_offset: Expr = 0  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.into_offset, int):
+            object.__setattr__(self, "into_offset", _e(self.into_offset))
+        _multimem_checked("ld_reduce", self.sem, self.scope, self.op, self.label)
+
+
+@dataclass(frozen=True)
+class MultimemStore(Op):
+    """``multimem.st``: store ``src`` into the data words and ``flag`` into the flag words of ``dst``'s lines,
+    in every rank's copy (the NVSwitch replicates one upstream write).
+
+    The copies are written in no particular order, each element a PTX store; ``sem`` is weak, relaxed or
+    release (PTX default: weak).
+    """
+
+    dst: MulticastRef
+    src: Source | None
+    sem: Sem
+    scope: Scope
+    flag: Expr | None = None
+    issuer: Issuer = Issuer.ALL
+    label: str = "multimem_st"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.flag, int):
+            object.__setattr__(self, "flag", _e(self.flag))
+        _multimem_checked("st", self.sem, self.scope, None, self.label)
+
+
+@dataclass(frozen=True)
+class MultimemRed(Op):
+    """``multimem.red``: one atomic reduction (``op``) with ``operand`` on every word of ``dst``'s lines,
+    in every rank's copy.
+
+    ``operand`` is a data source (vector ``.add`` of floats) or an expression (a counter's increment);
+    ``flag``, with a data operand, is added to the lines' flag words. Each copy gets its own atomic
+    read-modify-write per element; ``sem`` is relaxed or release (PTX default: relaxed, ``.sys``).
+    """
+
+    op: RmwOp
+    dst: MulticastRef
+    operand: Source | Expr
+    sem: Sem
+    scope: Scope
+    flag: Expr | None = None
+    issuer: Issuer = Issuer.ALL
+    label: str = "multimem_red"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.operand, int):
+            object.__setattr__(self, "operand", _e(self.operand))
+        if isinstance(self.flag, int):
+            object.__setattr__(self, "flag", _e(self.flag))
+        data = isinstance(self.operand, (Input, Reg, Fill))
+        if self.flag is not None and not data:
+            raise ValueError(f"{self.label!r}: a flag is added next to data; a counter's operand is its increment")
+        if data and RmwOp(self.op) is not RmwOp.ADD:
+            raise ValueError(f"{self.label!r}: multimem.red reduces floating-point data with add only")
+        _multimem_checked("red", self.sem, self.scope, self.op, self.label)
 
 
 @dataclass(frozen=True)
@@ -428,7 +579,7 @@ class Loop(Op):
 #: :class:`collsim.ir.visit.OpVisitor`, which must have a rule for each of these: a new operation is
 #: added here and then fails at import in every consumer that does not handle it yet.
 OP_TYPES: tuple[type[Op], ...] = (Store, Load, PollUntil, Fence, Atomic, Reduce, WriteOutput, SyncGroup,
-                                  KernelBoundary, Loop)
+                                  KernelBoundary, Loop, MultimemLoadReduce, MultimemStore, MultimemRed)
 
 
 def _bind_value(value: Any, env: Mapping[str, int]) -> Any:
@@ -436,7 +587,7 @@ def _bind_value(value: Any, env: Mapping[str, int]) -> Any:
         return value.evaluate(env)
     if isinstance(value, Predicate):
         return value.bind(env)
-    if isinstance(value, (Ref, Input, Reg)):
+    if isinstance(value, (Ref, MulticastRef, Input, Reg)):
         return _bind_fields(value, env)
     if isinstance(value, tuple):
         return tuple(_bind_value(item, env) for item in value)

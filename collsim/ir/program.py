@@ -10,10 +10,15 @@ from typing import Iterator, Mapping
 from collsim.errors import ProtocolDefinitionError
 from collsim.ir.buffers import Buffer
 from collsim.ir.expr import Expr, Var, as_expr
-from collsim.ir.ops import Loop, NotEqual, Op, PollUntil, bind
+from collsim.ir.ops import Loop, MultimemLoadReduce, MultimemRed, MultimemStore, NotEqual, Op, PollUntil, bind
 from collsim.ir.origin import caller_location, stack_depth
 
-__all__ = ["Program", "FlatOp", "ProgramBuilder", "flatten", "walk"]
+__all__ = ["Program", "FlatOp", "ProgramBuilder", "flatten", "walk", "FABRIC_FEATURES"]
+
+#: What a program may need of the switches between its GPUs (NVLink SHARP): ``multicast``, one write
+#: through a multimem address reaching every copy (every multimem op), and ``reduction``, the switch
+#: reducing the copies it reads (``multimem.ld_reduce``).
+FABRIC_FEATURES = ("multicast", "reduction")
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,24 @@ class Program:
                 f"{self.protocol}/{self.algorithm} polls against several sentinels "
                 f"{', '.join(hex(v) for v in sorted(values))}: a program has one sentinel pattern")
         return values.pop() if values else self.forbidden_word
+
+    @property
+    def fabric_needs(self) -> frozenset[str]:
+        """The :data:`FABRIC_FEATURES` the program's operations need of the switches.
+
+        >>> from collsim.ir.ops import MulticastRef
+        >>> from collsim.ir.types import RmwOp, Scope, Sem
+        >>> red = MultimemRed(RmwOp.ADD, MulticastRef("inbox"), 1, Sem.RELEASE, Scope.SYS)
+        >>> sorted(Program("p", "one-shot", (red,), ()).fabric_needs)
+        ['multicast']
+        """
+        needs: set[str] = set()
+        for op in walk(self.ops):
+            if isinstance(op, (MultimemLoadReduce, MultimemStore, MultimemRed)):
+                needs.add("multicast")
+            if isinstance(op, MultimemLoadReduce):
+                needs.add("reduction")
+        return frozenset(needs)
 
     def buffer(self, name: str) -> Buffer:
         for buf in self.buffers:

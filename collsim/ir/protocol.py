@@ -111,10 +111,13 @@ class Exchange:
 
 @dataclass(frozen=True)
 class ReduceExchange:
-    """A phase in which every rank adds ``data`` into the result of each rank in ``targets``.
+    """A phase in which every rank contributes its input ``data`` and receives a finished sum in ``into``.
 
-    Only protocols with ``reduces_remotely`` implement it; the receiving
-    rank gets the finished sum in ``into``.
+    Only protocols with ``reduces_remotely`` implement it (atomics into the receiver's memory, or the
+    switch reducing every rank's copy). Rank ``t`` receives the sum of every rank's bytes
+    ``[piece_offset(t), piece_offset(t) + nbytes)`` of the message: the whole message (one-shot,
+    ``scatter=False``, offset 0) or its own chunk ``t`` (a reduce-scatter, ``scatter=True``, offset
+    ``t * nbytes``).
     """
 
     phase: Expr
@@ -122,6 +125,7 @@ class ReduceExchange:
     data: Source
     nbytes: Expr
     into: str
+    scatter: bool = False
 
     def __post_init__(self) -> None:
         for name in ("phase", "phases_per_iter", "nbytes"):
@@ -130,6 +134,10 @@ class ReduceExchange:
     @property
     def seq(self) -> Expr:
         return ITER * self.phases_per_iter + self.phase
+
+    def piece_offset(self, rank: Expr) -> Expr:
+        """The message byte offset of the piece rank ``rank`` receives."""
+        return rank * self.nbytes if self.scatter else as_expr(0)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,16 @@ class Sem(str, Enum):
         """The semantics the memory model sees (volatile is relaxed)."""
         return "relaxed" if self is Sem.VOLATILE else self.value
 
+    def model_scope(self, scope: Scope) -> Scope:
+        """The scope the memory model sees for an access of these semantics declared at ``scope``: a volatile
+        access is system-scoped whatever scope it names (PTX ISA, memory consistency model: volatile operations
+        are relaxed operations at system scope).
+
+        >>> Sem.VOLATILE.model_scope(Scope.GPU), Sem.RELAXED.model_scope(Scope.GPU)
+        (<Scope.SYS: 'sys'>, <Scope.GPU: 'gpu'>)
+        """
+        return Scope.SYS if self is Sem.VOLATILE else scope
+
 
 class Scope(str, Enum):
     """The set of threads an operation's ordering guarantees apply to."""

@@ -10,6 +10,7 @@ import base64
 import html
 import os
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,19 +20,13 @@ import pandas as pd
 
 from collsim.atomicfile import atomic_write_text
 from collsim.report import figures as F
-from collsim.report.data import (
-    FLOAT_COLUMNS,
-    INT_COLUMNS,
-    RESULT_COLUMNS,
-    check_frame,
-    normalize_measured,
-    normalize_timelines,
-    normalize_verification,
-)
+from collsim.report.protocol_facts import protocol_rows
+from collsim.report.summary import approx_size, summarize, verdict_class, verdict_lines
+from collsim.report.data import normalize_measured, normalize_timelines, normalize_verification
 from collsim.errors import InputError
 from collsim.tune import DEFAULT_TOLERANCE_PCT, build_config, build_table, from_results, result_groups
 from collsim.tune.files import default_names
-from collsim.resultsfile import FLOAT_FORMAT
+from collsim.resultsfile import COLUMNS, FLOAT_COLUMNS, FLOAT_FORMAT, INT_COLUMNS, check_frame
 from collsim.version import __version__
 
 __all__ = ["FIGURE_IDS", "build_report", "write_report", "figure_html", "page_templates"]
@@ -134,7 +129,8 @@ def _header(frame: pd.DataFrame, meta: Mapping[str, Any], data: F.ReportData) ->
         facts.append(("routing", str(summary["routing"])))
     model = meta.get("model") or ", ".join(sorted(set(frame["model"]) - {""}))
     costs = meta.get("costs") if meta.get("costs") is not None else scen.get("costs")
-    date = meta.get("date") or scen.get("date")
+    run_meta = meta.get("run") if isinstance(meta.get("run"), Mapping) else {}
+    date = run_meta.get("date") or meta.get("date") or scen.get("date")
     version = meta.get("collsim_version") or "unknown"
     run = [
         ("ranks", ", ".join(str(r) for r in data.ranks)),
@@ -179,7 +175,7 @@ def _header(frame: pd.DataFrame, meta: Mapping[str, Any], data: F.ReportData) ->
 
 def _table(frame: pd.DataFrame) -> dict[str, Any]:
     fmts = dict(FLOAT_FORMAT)
-    cols = list(RESULT_COLUMNS)
+    cols = list(COLUMNS)
     kinds = ["num" if c in INT_COLUMNS or c in FLOAT_COLUMNS else "text" for c in cols]
     from markupsafe import Markup
 
@@ -200,12 +196,6 @@ def _table(frame: pd.DataFrame) -> dict[str, Any]:
     return {"columns": list(zip(cols, kinds)), "count": len(lines), "body": Markup("\n".join(lines) + "\n")}
 
 
-_VERDICT_CLASS = (
-    (re.compile(r"^(verified|proved|proven|pass(ed)?|ok|correct|safe|holds)\b", re.I), "ok"),
-    (re.compile(r"(counterexample|fail|unsafe|violat|incorrect|bug|race|broken)", re.I), "bad"),
-)
-
-
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
 
@@ -214,11 +204,7 @@ def _verification(items: list[dict[str, Any]]) -> dict[str, Any]:
     rows, cexs = [], []
     used: set[str] = set()
     for v in items:
-        cls = "unknown"
-        for pattern, name in _VERDICT_CLASS:
-            if pattern.search(v["verdict"]):
-                cls = name
-                break
+        cls = verdict_class(v["verdict"])
         links = []
         base = f"cex-{_slug(v['protocol'])}" + (f"-{_slug(v['variant'])}" if v["variant"] else "")
         for i, c in enumerate(v["counterexamples"]):
@@ -254,13 +240,21 @@ def _data_uri(text: str, mime: str) -> str:
     return f"data:{mime};charset=utf-8;base64," + base64.b64encode(text.encode("utf-8")).decode("ascii")
 
 
-def _downloads(frame: pd.DataFrame, meta: Mapping[str, Any], tolerance_pct: float) -> list[dict[str, Any]]:
-    """The NCCL tuner config and decision table of each (topology, launch), as ``data:`` links.
+@dataclass
+class _Group:
+    """One (topology, launch) of the results: its timings, decision table and names."""
 
-    They are what ``collsim tune RESULTS`` writes (same tie rule, same
-    ranges), embedded so the page stays one self-contained file.
-    """
+    topology: str
+    launch: str
+    label: str
+    names: dict[str, str]
+    timings: Any
+    table: Any
 
+
+def _groups(frame: pd.DataFrame, meta: Mapping[str, Any], tolerance_pct: float) -> list[_Group]:
+    """The decision table of each (topology, launch): what ``collsim tune RESULTS`` writes, and what the
+    summary reads (one tie rule, one set of ranges)."""
     groups = result_groups(frame)
     several_topologies = len({t for t, _ in groups}) > 1
     out = []
@@ -268,22 +262,74 @@ def _downloads(frame: pd.DataFrame, meta: Mapping[str, Any], tolerance_pct: floa
         sub = frame[(frame["topology"] == topology) & (frame["launch"] == launch)]
         timings = from_results(sub, meta, launch=launch or None)
         qualifier = ".".join(x for x in ((topology if several_topologies else ""), (launch if len(groups) > 1 else "")) if x)
-        names = default_names(qualifier)
-        table = build_table(timings, tolerance_pct)
+        label = " · ".join(x for x in ((topology if several_topologies else ""), (f"{launch} launch" if len(groups) > 1 else "")) if x)
+        out.append(_Group(topology, launch, label, default_names(qualifier), timings, build_table(timings, tolerance_pct)))
+    return out
+
+
+def _downloads(groups: list[_Group], tolerance_pct: float) -> list[dict[str, Any]]:
+    """The NCCL tuner config and decision table of each (topology, launch), as ``data:`` links.
+
+    They are what ``collsim tune RESULTS`` writes (same tie rule, same
+    ranges), embedded so the page stays one self-contained file.
+    """
+    out = []
+    for g in groups:
+        names = g.names
         links, missing = [], ""
         try:
-            config = build_config(timings, tolerance_pct)
+            config = build_config(g.timings, tolerance_pct)
         except InputError as err:
             missing = err.message
         else:
             links.append({"name": names["config"], "title": "NCCL tuner config", "href": _data_uri(config.text(), "text/plain")})
         links.append({"name": names["markdown"], "title": "decision table (Markdown)",
-                      "href": _data_uri(table.to_markdown(), "text/markdown")})
+                      "href": _data_uri(g.table.to_markdown(), "text/markdown")})
         links.append({"name": names["json"], "title": "decision table (JSON)",
-                      "href": _data_uri(table.to_json(), "application/json")})
-        label = " · ".join(x for x in ((topology if several_topologies else ""), (f"{launch} launch" if len(groups) > 1 else "")) if x)
-        out.append({"label": label, "links": links, "missing": missing})
+                      "href": _data_uri(g.table.to_json(), "application/json")})
+        out.append({"label": g.label, "links": links, "missing": missing})
     return out
+
+
+def _summary(groups: list[_Group], data: F.ReportData, verdicts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The first screen (:mod:`collsim.report.summary`): bands per rank count, crossovers, verdict lines."""
+    out_groups = []
+    for g in summarize([(grp.label, grp.launch, grp.table) for grp in groups]):
+        rows = []
+        for row in g.rows:
+            bands = []
+            for i, b in enumerate(row.bands):
+                names = [f"{p} · {a}" for p, a in b.choices]
+                bands.append({
+                    "choice": " / ".join(names), "tie": b.tie,
+                    "color": F.TIE_COLOR if b.tie else data.colors.get(b.choices[0][0], F.UNMODELLED_COLOR),
+                    "choice_keys": "|".join(f"{p}/{a}" for p, a in b.choices),
+                    "sizes": F.size_label(b.first_size) if b.first_size == b.last_size
+                    else f"{F.size_label(b.first_size)} – {F.size_label(b.last_size)}",
+                    "first_size": b.first_size, "last_size": b.last_size,
+                    "first_latency": FLOAT_FORMAT["latency_us"].format(b.first_latency),
+                    "last_latency": FLOAT_FORMAT["latency_us"].format(b.last_latency),
+                    "latency": _latency_span(b.first_latency, b.last_latency),
+                    "margin": "" if b.margin_pct is None or b.tie else f"+{b.margin_pct:.0f}% over "
+                              f"{b.runner_up[0]} · {b.runner_up[1]}" if b.runner_up else "",
+                    # where the next band takes over (None for the last)
+                    "next_from": approx_size(b.max_bytes + 1) if i + 1 < len(row.bands) else None,
+                    "next_from_bytes": b.max_bytes + 1, "rule": row.bands[i].crossover,
+                })
+            rows.append({"ranks": row.ranks, "bands": bands})
+        out_groups.append({"label": g.label, "launch": g.launch, "rows": rows})
+    lines = [{"protocol": v.protocol, "status": v.status, "parts": v.parts,
+              "color": data.colors.get(v.protocol, F.UNMODELLED_COLOR)}
+             for v in verdict_lines(data.protocols, verdicts)]
+    unverified = any(part.verdict.lower().startswith("not verified") for v in lines for part in v["parts"])
+    return {"groups": out_groups, "verdicts": lines, "unverified": unverified}
+
+
+def _latency_span(first: float, last: float) -> str:
+    def fmt(x: float) -> str:
+        return f"{x:.2f}" if x < 100 else f"{x:.0f}"
+
+    return f"{fmt(first)} µs" if abs(first - last) < 5e-4 else f"{fmt(first)} – {fmt(last)} µs"
 
 
 @lru_cache(maxsize=1)
@@ -338,6 +384,7 @@ def build_report(
     for i, (key, fig) in enumerate(figs):
         fragments[key] = figure_html(fig, FIGURE_IDS[key], first=i == 0)
     header = _header(frame, meta, data)
+    groups = _groups(frame, meta, tolerance_pct)
     limits = F.link_limits(meta)
     chosen = F.chosen_sizes(data)
     env, here = page_templates()
@@ -351,13 +398,15 @@ def build_report(
         table=_table(frame),
         timelines=[t["title"] for t in timelines],
         verification=_verification(verdicts),
+        protocols=protocol_rows(frame),
         measured=_measured_summary(measured_df),
         limits=limits,
         chosen_sizes=[F.size_label(s) for s in chosen],
         breakdown_size=F.size_label(data.nearest_size(F.BREAKDOWN_SIZE)),
         default_view=data.views[data.default_view].label,
         views=[v.label for v in data.views],
-        downloads=_downloads(frame, meta, tolerance_pct),
+        downloads=_downloads(groups, tolerance_pct),
+        summary=_summary(groups, data, verdicts),
         tolerance=f"{tolerance_pct:g}",
     )
     return page

@@ -9,12 +9,14 @@ from __future__ import annotations
 import inspect
 import shlex
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from collsim import __version__
 from collsim.algorithms import ProgramBuildError, generate
+from collsim.config import check_size_fits
 from collsim.emit import build_program
 from collsim.emit.cuda import describe_op
 from collsim.emit.gate import VerificationStatus
@@ -22,7 +24,7 @@ from collsim.emit.package import write_program
 from collsim.emit.plan import iter_nodes
 from collsim.emit.ptxcheck import check_ptx
 from collsim.emit.toolchain import compile_ptx, find_nvcc
-from collsim.errors import CollsimError, InputError, ProtocolDefinitionError, UnsupportedError
+from collsim.errors import CollsimError, InputError, ProtocolDefinitionError, UnsupportedError, is_interrupt
 from collsim.ir.checks import ProgramCheckError, check_program
 from collsim.ir.ops import Loop
 from collsim.ir.origin import shown_path
@@ -33,6 +35,7 @@ from collsim.models import simulate, unsupported_reason
 from collsim.topology import load_topology
 from collsim.units import parse_ranks, parse_sizes
 from collsim.verify.verifier import verify
+from collsim.version import __version__
 
 __all__ = [
     "DEFAULT_AGAINST",
@@ -105,6 +108,8 @@ def check_algorithms(proto: Protocol, algorithms: Sequence[str], shown: str) -> 
             msg = getattr(err, "message", str(err))
             raise ProtocolDefinitionError(f"{alg}: {msg}", file=shown) from None
         except Exception as err:  # collsim's own code failed on this protocol: still name the protocol
+            if is_interrupt(err):
+                raise
             raise ProtocolDefinitionError(f"{alg}: {type(err).__name__}: {err}", file=shown) from None
         try:
             check_program(program, source=shown)
@@ -319,7 +324,7 @@ def _simulate(review: Review, progress: Progress, comparators: list[Protocol]) -
         algs = review.algorithms if proto is review.protocol else list(proto.algorithms)
         for alg in algs:
             for n in review.ranks:
-                why = unsupported_reason(proto, alg, n)
+                why = unsupported_reason(proto, alg, n, topo)
                 if why:
                     review.sim_skipped.append(f"{proto.name} · {alg} on {n} ranks: {why}")
                     continue
@@ -390,10 +395,23 @@ def _emit(review: Review, progress: Progress, out_dir: Path, compile_: bool) -> 
             except CollsimError as err:
                 run.error = str(err)[:4000]
             except Exception as err:  # e.g. a timeout: reported, not fatal
+                if is_interrupt(err):
+                    raise
                 run.error = f"{type(err).__name__}: {err}"[:4000]
         run.seconds = time.perf_counter() - start
         review.emits.append(run)
     progress("emit", len(review.algorithms), len(review.algorithms), "done")
+
+
+@contextmanager
+def _at_flag(flag: str) -> Iterator[None]:
+    """An :class:`InputError` about an option's value, located at its flag (unless it names a file)."""
+    try:
+        yield
+    except InputError as err:
+        if err.file:
+            raise
+        raise InputError(err.message, field=flag, choices=err.choices) from None
 
 
 def run_review(
@@ -429,11 +447,13 @@ def run_review(
     progress("load", 0, 1, spec)
     proto = load_for_review(spec)
     shown = _shown_path(_protocol_file(proto), spec)
-    rank_list = sorted(set(parse_ranks(ranks) if isinstance(ranks, str) else [int(r) for r in ranks]))
-    if isinstance(sizes, str):
-        size_list = sorted({n for part in sizes.split(",") if part.strip() for n in parse_sizes(part.strip())})
-    else:
-        size_list = sorted({int(s) for s in sizes})
+    with _at_flag("--ranks"):
+        rank_list = sorted(set(parse_ranks(ranks) if isinstance(ranks, str) else [int(r) for r in ranks]))
+    with _at_flag("--sizes"):
+        if isinstance(sizes, str):
+            size_list = sorted({n for part in sizes.split(",") if part.strip() for n in parse_sizes(part.strip())})
+        else:
+            size_list = sorted({int(s) for s in sizes})
     if not size_list:
         raise InputError("no sizes given", field="--sizes")
     if not rank_list or rank_list[0] < 2:
@@ -455,7 +475,10 @@ def run_review(
         except InputError as err:
             raise InputError(err.message, field="--against", choices=list_protocols()) from None
 
-    topo = load_topology(topology)
+    with _at_flag("--topology"):
+        topo = load_topology(topology)
+    with _at_flag("--sizes"):
+        check_size_fits(size_list[-1], topo)
     if rank_list[-1] > topo.num_gpus:
         raise InputError(f"{rank_list[-1]} ranks requested but topology {topo.name!r} has {topo.num_gpus} GPUs",
                          field="--ranks")

@@ -27,7 +27,7 @@ from typing import Any
 
 from collsim import rowcache
 from collsim.config import resolve_protocol, unsupported_reason
-from collsim.errors import UnsupportedError
+from collsim.errors import ProtocolDefinitionError, UnsupportedError
 from collsim.executors import map_tasks
 from collsim.lru import LRUCache
 from collsim.models import ModelRef, SimRequest, model_function, model_ref, performance_model
@@ -204,7 +204,7 @@ def expand_rows(scenario: Any, model: str | None = None) -> tuple[list[Row], lis
     for n in scenario.ranks:
         for algorithm in scenario.algorithms:
             for proto in protocols:
-                why = unsupported_reason(proto, algorithm, n)
+                why = unsupported_reason(proto, algorithm, n, scenario.topology)
                 if why:
                     skipped.append(Skipped(n, algorithm, proto.name, why, per_combo))
                 else:
@@ -240,7 +240,10 @@ def run_row(row: Row) -> dict[str, Any]:
     """Cost one row; return its record (the CSV columns, numbers unformatted).
 
     A model that cannot cost the row raises :class:`UnsupportedError`; the
-    record then carries ``latency_us = None`` and the reason in ``note``.
+    record then carries ``latency_us = None`` and the reason in ``note``. A
+    protocol whose code fails to build the row's program (a
+    :class:`~collsim.errors.ProtocolDefinitionError`) gives a record with
+    ``input_error``, its one-line message.
     """
     fn = model_function(row.model, row.model_ref)
     base = {
@@ -261,6 +264,11 @@ def run_row(row: Row) -> dict[str, Any]:
     except UnsupportedError as err:
         return {**base, **{key: None for key in COLUMNS if key not in base}, "model": row.model,
                 "events": 0, "note": f"skipped: {err.message}"}
+    except ProtocolDefinitionError as err:
+        # the protocol's own code failed to build this program (ProgramBuildError: file, line, algorithm):
+        # bad input that a retry cannot mend; the run stops with it (runner.run.execute)
+        return {**base, **{key: None for key in COLUMNS if key not in base}, "model": row.model,
+                "events": 0, "note": f"failed: {err}", "input_error": str(err)}
     return {
         **base,
         "latency_us": result.latency_us,
@@ -374,5 +382,6 @@ def run_rows(
             records[index] = record_of(outcome)
     if reuse:
         rowcache.store_records((keys[index], records[index]) for index in todo
-                               if keys[index] is not None and "error" not in records[index])
+                               if keys[index] is not None and "error" not in records[index]
+                               and "input_error" not in records[index])
     return records  # type: ignore[return-value] - every entry is filled by now

@@ -2,7 +2,10 @@
 
 A run writes ``results.csv`` and ``results.json`` (:mod:`collsim.resultsfile`)
 under ``reports/<scenario>/`` (or ``--out``), and ``report.html`` beside them
-(:mod:`collsim.report`). Nothing is written unless every file can be.
+(:mod:`collsim.report`). Where they go is checked before any row runs
+(:func:`collsim.userpaths.check_output_dir`), and they are written together
+at the end, each to a temporary name first: nothing is written unless every
+file can be, and an interrupted run leaves nothing.
 
 A row whose model raises is run once more; if it fails again it is left out
 of ``results.csv`` and listed under ``failed`` in ``results.json`` with its
@@ -30,19 +33,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collsim.errors import InputError
+from collsim.errors import CollsimError, InputError
 from collsim.executors import open_executor, progress_bar
 from collsim.models import performance_model
-from collsim.report import write_report
+from collsim.report import build_report
 from collsim.report.timelines import timelines_for
 from collsim.resultsfile import (IDENTITY_COLUMNS, Failed, Skipped, format_csv, format_json, format_sweep,
-                                 records_frame, result_columns, sweep_directories, write_results)
+                                 records_frame, result_columns, run_section, sweep_directories, write_results)
 from collsim.runner.rows import expand_rows, run_rows
 from collsim.scenario import load_scenario
 from collsim.scenario.costs import with_profile
 from collsim.scenario.loader import check_costs
+from collsim.userpaths import check_output_dir
 
-__all__ = ["RunOutput", "execute", "run_scenario"]
+__all__ = ["RunOutput", "execute", "run_scenario", "recorded_verdicts"]
 
 
 @dataclass
@@ -95,6 +99,8 @@ def execute(
     report: bool = True,
     profile: str | Path | None = None,
     reuse: bool = False,
+    out_field: str = "out",
+    tolerance_pct: float | None = None,
 ) -> RunOutput:
     """Load, expand, run and (optionally) write a scenario; the CLI and :func:`run_scenario` share it.
 
@@ -107,7 +113,10 @@ def execute(
     ``executor``, ``workers`` and ``scheduler`` say where rows run (see
     :func:`collsim.executors.open_executor`); the results do not depend on it.
     ``reuse`` takes unchanged rows from earlier runs (see :func:`run_rows`).
+    ``out_field`` names ``out`` in errors (the CLI's ``--out``); ``tolerance_pct`` is the report's tie
+    tolerance (default: :data:`collsim.tune.DEFAULT_TOLERANCE_PCT`).
     """
+    run = run_section()
     if model is not None:
         performance_model(model)  # an unknown --model is reported before the file is read
     # A file's own profile: key is replaced by --profile; a Scenario already loaded gets it underneath.
@@ -117,6 +126,13 @@ def execute(
         scenario = with_profile(scenario, profile, model_name)
     if model is not None or profile is not None:
         check_costs(scenario, model_name)  # a Scenario passed in was checked for another model
+    out_dir = Path(out) if out is not None else scenario.output
+    if write:  # before any row runs: a bad --out (or output:) must not cost the whole run
+        if out is not None:
+            check_output_dir(out_dir, field=out_field)
+        else:
+            key, line = scenario.output_from or ("output", None)
+            check_output_dir(out_dir, field=key, file=scenario.source, line=line)
     rows, skipped = expand_rows(scenario, model_name)
     if not rows:
         reasons = sorted({s.reason for s in skipped})
@@ -133,6 +149,9 @@ def execute(
     finally:
         if where is not executor:  # close only what was opened here
             where.close()
+    broken = next((r["input_error"] for r in records if r.get("input_error")), None)
+    if broken is not None:  # a protocol's code failed to build a program: the run's input is wrong
+        raise InputError(broken)
     failed = [
         Failed(tuple((k, r[k]) for k in IDENTITY_COLUMNS + scenario.sweep_keys), r["error"], r["attempts"])
         for r in records
@@ -149,27 +168,54 @@ def execute(
     directories = sweep_directories(points)
     result.points = list(zip(points, directories))
     if write:
-        out_dir = Path(out) if out is not None else scenario.output
         if points:
-            files = format_sweep(scenario, model_name, records, static, unsupported, failed, points, directories)
+            files = format_sweep(scenario, model_name, records, static, unsupported, failed, points, directories,
+                                 run=run)
         else:
             files = {
                 "results.csv": format_csv(records),
-                "results.json": format_json(scenario, model_name, records, skipped, failed),
+                "results.json": format_json(scenario, model_name, records, skipped, failed, run=run),
             }
+            if report and records:
+                files["report.html"] = _report_page(files["results.json"], records, model_name, tolerance_pct)
         write_results(out_dir, files)
         result.out_dir = out_dir
-        if report and not points and records:
-            result.report = _write_report(out_dir, files["results.json"], records, model_name)
+        if "report.html" in files:
+            result.report = out_dir / "report.html"
     return result
 
 
-def _write_report(out_dir: Path, json_text: str, records: Sequence[Mapping[str, Any]], model_name: str) -> Path:
-    """Write report.html beside the results, with a few simulated timelines when the model makes them."""
+def _report_page(json_text: str, records: Sequence[Mapping[str, Any]], model_name: str,
+                 tolerance_pct: float | None = None) -> str:
+    """report.html of the results, with a few simulated timelines when the model makes them and the verdicts
+    on record for its protocols."""
     meta = json.loads(json_text)
     frame = records_frame(records)
     timelines = timelines_for(frame, meta) if model_name == "des" else None
-    return write_report(frame, meta, out_dir / "report.html", timeline=timelines)
+    pairs = list(dict.fromkeys(zip(frame["protocol"], frame["algorithm"])))
+    extra = {} if tolerance_pct is None else {"tolerance_pct": tolerance_pct}
+    return build_report(frame, meta, timeline=timelines, verification=recorded_verdicts(pairs), **extra)
+
+
+def recorded_verdicts(pairs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The verifier's verdict on record (its cache; nothing is solved) for each ``(protocol, algorithm)``, as
+    the report tabulates them; a pair without one is ``not verified``, saying how to verify it."""
+    from collsim.emit.gate import MODEL  # lazy: start-up (the verifier and z3 load only for a report)
+    from collsim.verify.verifier import verdict_for  # lazy: start-up
+
+    out: list[dict[str, Any]] = []
+    for protocol, algorithm in pairs:
+        try:
+            result = verdict_for(protocol, algorithm, model=MODEL, solve=False)
+        except CollsimError:  # a protocol the registry cannot load here, a pair without a program
+            result = None
+        if result is None:
+            out.append({"protocol": protocol, "algorithm": algorithm, "verdict": "not verified", "model": MODEL,
+                        "detail": f"no verdict on record here: collsim verify {protocol} --algorithm {algorithm}"
+                                  " (or verify --all)"})
+        else:
+            out.append(result.to_json())
+    return out
 
 
 def run_scenario(

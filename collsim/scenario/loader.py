@@ -17,8 +17,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from collsim.config import (DTYPES, LAUNCH_MODES, algorithm_names, check_algorithm, check_channels, check_choice,
-                            check_dtype, check_launch, check_op, check_ranks_fit, check_size_elements)
+from collsim.config import (DTYPES, LAUNCH_MODES, algorithm_names, check_algorithm, check_channels,
+                            check_channels_fit, check_choice, check_dtype, check_launch, check_op, check_ranks_fit,
+                            check_size_elements, check_size_fits)
 from collsim.errors import InputError
 from collsim.ir.registry import list_protocols
 from collsim.models import performance_model, validate_costs
@@ -197,6 +198,13 @@ def _resolve_topology(spec: Any, base_dir: Path | None, where: _Where) -> Any:
         candidate = base_dir / spec
         if candidate.exists():
             target = str(candidate)
+        elif not Path(spec).exists():  # named here: say so here, with where it was looked for
+            looked = [str(candidate)] + ([spec] if str(candidate) != spec else [])
+            raise where.error(("topology",), f"topology file {spec!r} not found (looked for "
+                                             f"{' and '.join(looked)}; a path relative to the scenario file)")
+    if isinstance(spec, str) and (base_dir / spec if base_dir is not None else Path(spec)).is_dir():
+        raise where.error(("topology",), f"{spec!r} is a directory; give a topology .yaml file or a preset name",
+                          choices=None)
     locator = Locator(where.file, where.line_of or no_lines, ("topology",))
     try:
         return load_topology(target, locator=locator)
@@ -267,8 +275,13 @@ def scenario_from_dict(
     topology = _resolve_topology(spec.topology, base_dir, where)
     for n in ranks:
         _checked(where, _item_path("ranks", spec.ranks, n, parse_ranks), check_ranks_fit, n, topology)
+    for size in sizes:
+        _checked(where, _item_path("sizes", spec.sizes, size, parse_sizes), check_size_fits, size, topology)
+    _checked(where, ("channels",), check_channels_fit, spec.channels, topology, max(ranks))
 
     output = Path(spec.output) if spec.output else Path("reports") / name
+    output_from = ("output", where.line(("output",))) if spec.output else \
+        ("name", where.line(("name",)) if spec.name is not None else None)
     return Scenario(
         name=name,
         topology=topology,
@@ -289,6 +302,7 @@ def scenario_from_dict(
         source=file,
         sweep=sweep,
         profile=profile_path,
+        output_from=output_from,
     )
 
 

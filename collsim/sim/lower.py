@@ -22,20 +22,23 @@ from typing import Any, Callable
 from collsim.ir.expr import BinOp, Const, Expr, Var
 from collsim.ir.layout import WordRole
 from collsim.ir.ops import (
-    AtLeast, Atomic, Equals, Fence, Fill, Input, KernelBoundary, Load, Loop, NotEqual, PollUntil, Reduce,
-    Reg, Store, SyncGroup, WriteOutput,
+    AtLeast, Atomic, Equals, Fence, Fill, Input, KernelBoundary, Load, Loop, MulticastRef, MultimemLoadReduce,
+    MultimemRed, MultimemStore, NotEqual, PollUntil, Reduce, Reg, Store, SyncGroup, WriteOutput,
 )
 from collsim.ir.program import Program
 from collsim.ir.types import Issuer, Sem
 
 __all__ = ["BoundOp", "Block", "Lowered", "lower", "STORE", "LOAD", "POLL", "FENCE", "ATOMIC", "REDUCE",
-           "WRITE", "SYNC", "KERNEL_END", "KIND_NAMES"]
+           "WRITE", "SYNC", "KERNEL_END", "MC_LOAD_REDUCE", "MC_STORE", "MC_RED", "KIND_NAMES", "EVERY_COPY"]
 
-STORE, LOAD, POLL, FENCE, ATOMIC, REDUCE, WRITE, SYNC, KERNEL_END = range(9)
+STORE, LOAD, POLL, FENCE, ATOMIC, REDUCE, WRITE, SYNC, KERNEL_END, MC_LOAD_REDUCE, MC_STORE, MC_RED = range(12)
 KIND_NAMES = ("Store", "Load", "PollUntil", "Fence", "Atomic", "Reduce", "WriteOutput", "SyncGroup",
-              "KernelBoundary")
+              "KernelBoundary", "MultimemLoadReduce", "MultimemStore", "MultimemRed")
 _KIND_OF = {Store: STORE, Load: LOAD, PollUntil: POLL, Fence: FENCE, Atomic: ATOMIC, Reduce: REDUCE,
-            WriteOutput: WRITE, SyncGroup: SYNC, KernelBoundary: KERNEL_END}
+            WriteOutput: WRITE, SyncGroup: SYNC, KernelBoundary: KERNEL_END, MultimemLoadReduce: MC_LOAD_REDUCE,
+            MultimemStore: MC_STORE, MultimemRed: MC_RED}
+#: The owner rank in the ``ref`` of a multimem op: every rank's copy (:mod:`collsim.sim.fabric` costs them).
+EVERY_COPY = -1
 _RELEASING = (Sem.RELEASE, Sem.ACQ_REL)
 _ACQUIRING = (Sem.ACQUIRE, Sem.ACQ_REL)
 
@@ -101,7 +104,8 @@ def _source_tuple(source: Any) -> str:
 
 
 def _ref_tuple(ref: Any) -> str:
-    return (f"({ref.buffer!r}, {_src(ref.rank)}, {_src(ref.slot)}, {_src(ref.region)}, {_src(ref.line)}, "
+    owner = str(EVERY_COPY) if isinstance(ref, MulticastRef) else _src(ref.rank)
+    return (f"({ref.buffer!r}, {owner}, {_src(ref.slot)}, {_src(ref.region)}, {_src(ref.line)}, "
             f"{_src(ref.lines)})")
 
 
@@ -127,7 +131,7 @@ def _binder(op: Any, program: Program) -> tuple[Callable[[dict, tuple], BoundOp]
     kind = _KIND_OF[type(op)]
     fields: dict[str, str] = {"kind": str(kind), "label": repr(getattr(op, "label", type(op).__name__.lower()))}
     consts: dict[str, Any] = {"op": op}
-    ref = getattr(op, "dst", None) or (getattr(op, "src", None) if kind in (LOAD, POLL) else None)
+    ref = getattr(op, "dst", None) or (getattr(op, "src", None) if kind in (LOAD, POLL, MC_LOAD_REDUCE) else None)
     if ref is not None:
         fields["ref"] = _ref_tuple(ref)
         fields["key"] = "o.ref[:4]"
@@ -137,11 +141,11 @@ def _binder(op: Any, program: Program) -> tuple[Callable[[dict, tuple], BoundOp]
         # the words a poll inspects are flag words (set by a store's flag), not data words
         consts["polls_flags"] = bool(layout.poll_words) and all(
             layout.words[i].role is WordRole.FLAG for i in layout.poll_words)
-    if kind in (STORE, WRITE):
+    if kind in (STORE, WRITE, MC_STORE):
         fields["src"] = _source_tuple(op.src)
-    if kind == STORE and op.flag is not None:
+    if kind in (STORE, ATOMIC, MC_STORE, MC_RED) and op.flag is not None:
         fields["flag"] = _src(op.flag)
-    if kind == ATOMIC:
+    if kind in (ATOMIC, MC_RED):
         fields["operand"] = _source_tuple(op.operand)
     if kind == REDUCE:
         fields["srcs"] = "(" + "".join(_source_tuple(s) + ", " for s in op.srcs) + ")"
@@ -214,6 +218,8 @@ class Lowered:
         self.rank_timed: set[int] = set()
         #: whether all of a CTA's threads load data from, or store (or apply atomics) to, symmetric memory
         self.loads_data = self.stores_data = False
+        #: whether the program has multimem ops (one op reaches every rank's memory through the switch)
+        self.multicast = False
         self._tree = self._compile(program.ops)
         # per thread: (NRANKS/ITER key, {rank: (items, size-dependent updates)}), so threads never share items
         self._reuse: dict[int, tuple[tuple, dict[int, tuple[list[Any], list[tuple]]]]] = {}
@@ -232,8 +238,11 @@ class Lowered:
                 count = eval(f"lambda e: {source}")  # noqa: S307 - IR expression source
                 out.append(("loop", op.var, count, body, lanes, op.label, _contains(op.body, (PollUntil,))))
             else:
-                if isinstance(op, (Load, Store, Atomic)) and getattr(op, "issuer", Issuer.ALL) is Issuer.ALL:
-                    if isinstance(op, Load):
+                if isinstance(op, (MultimemLoadReduce, MultimemStore, MultimemRed)):
+                    self.multicast = True
+                if (isinstance(op, (Load, Store, Atomic, MultimemLoadReduce, MultimemStore, MultimemRed))
+                        and getattr(op, "issuer", Issuer.ALL) is Issuer.ALL):
+                    if isinstance(op, (Load, MultimemLoadReduce)):
                         self.loads_data = True
                     else:
                         self.stores_data = True

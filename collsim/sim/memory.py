@@ -22,7 +22,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Any, Callable
 
-__all__ = ["DATA", "SENTINEL", "Write", "Location", "Memory", "predicate_holds"]
+__all__ = ["DATA", "SENTINEL", "RMW_HOW", "Write", "Location", "Memory", "predicate_holds"]
 
 
 class _Marker:
@@ -39,6 +39,10 @@ class _Marker:
 DATA = _Marker("DATA")
 #: The polled word holds the sentinel pattern.
 SENTINEL = _Marker("SENTINEL")
+
+#: How a read-modify-write (by its operator's name) lands on the word a poll reads: ``add``, ``max`` or
+#: ``set`` (exch, cas and min are taken as setting the word).
+RMW_HOW = {"add": "add", "max": "max", "exch": "set", "cas": "set", "min": "set"}
 
 
 class Write:
@@ -120,6 +124,22 @@ class Location:
             w = self.writes[len(values) - 1]
             values.append(_apply(values[-1], w.how, w.value))
         return values[count]
+
+    def satisfied_by_last(self, lo: int, hi: int, pred: tuple[str, Any], after: float) -> tuple[float, Write] | None | bool:
+        """:meth:`satisfied_at` after one write was added, when the writes before it never satisfied ``pred``
+        from ``after`` on; ``False`` where this shortcut does not apply (call :meth:`satisfied_at`).
+
+        It applies when the new write became visible after ``after`` and after every other write, and
+        every write covers lines ``[lo, hi)``: the values before it are unchanged (none satisfied), so the
+        poll is satisfied from the new write on or not at all. A counter that n ranks add to, polled until
+        it reaches n, is then one check per write instead of a pass over the writes since ``after``.
+        """
+        writes, span = self.writes, self.range
+        last = writes[-1] if writes else None
+        if (last is None or last.visible <= after or span is None or span[0] > lo or span[1] < hi
+                or (len(writes) > 1 and self.visibles[-2] > last.visible)):
+            return False
+        return (last.visible, last) if predicate_holds(pred, self._value(len(writes))) else None
 
     def satisfied_at(self, lo: int, hi: int, pred: tuple[str, Any], after: float) -> tuple[float, Write | None] | None:
         """Earliest time ``>= after`` at which lines ``[lo, hi)`` all satisfy ``pred``, with the write that made it so.

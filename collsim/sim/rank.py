@@ -51,6 +51,10 @@ SyncGroup (blocking)
 KernelBoundary
     Waits for every outstanding operation to be acknowledged, then
     ``kernel_end_us``.
+Multimem ops (NVLink SHARP)
+    Costed by :mod:`collsim.sim.fabric`: the switch replicates one upstream
+    transfer (``multimem.st``/``red``) or reduces every copy into one stream
+    (``multimem.ld_reduce``).
 Every op also costs ``op_overhead_us`` of instruction issue.
 """
 from __future__ import annotations
@@ -58,10 +62,11 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from collsim.ir.types import FenceKind, RmwOp, Scope
+from collsim.ir.types import FenceKind, Scope
 from collsim.sim.links import Transfer, place, reserve
-from collsim.sim.lower import ATOMIC, FENCE, KERNEL_END, LOAD, POLL, REDUCE, STORE, SYNC, WRITE, Block
-from collsim.sim.memory import DATA, SENTINEL, Write
+from collsim.sim.fabric import run_multimem
+from collsim.sim.lower import ATOMIC, FENCE, KERNEL_END, LOAD, MC_LOAD_REDUCE, POLL, REDUCE, STORE, SYNC, WRITE, Block
+from collsim.sim.memory import DATA, RMW_HOW, SENTINEL, Write
 from collsim.sim.trace import Node
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -73,7 +78,6 @@ EPS = 1e-9
 #: Round-robin slices per member when a loop's lanes issue their transfers together, and the most
 #: placements one batch may make (8 ranks: 2 slices of each of 7 sends; 72 ranks: one slice each).
 BATCH_SLICES, BATCH_PLACEMENTS = 2, 16
-_RMW_HOW = {RmwOp.ADD: "add", RmwOp.MAX: "max", RmwOp.EXCH: "set", RmwOp.CAS: "set", RmwOp.MIN: "set"}
 
 
 _new_thread = object.__new__
@@ -129,9 +133,15 @@ class _PollWatch:
         """A write arrived at the location. One that becomes visible after the time the poll already found
         cannot change it (the values up to that time are the same), so only the others re-evaluate."""
         found = self.found
-        if found is not None and write.visible > found[0] and self.seen == len(self.loc.writes) - 1:
-            self.seen += 1
-            return
+        if self.seen == len(self.loc.writes) - 1:
+            if found is not None and write.visible > found[0]:
+                self.seen += 1
+                return
+            if found is None and self.loc.writes[-1] is write:  # nothing satisfied it yet; maybe this write
+                found = self.loc.satisfied_by_last(self.lo, self.hi, self.pred, self.first)
+                if found is not False:
+                    self.poke(found)
+                    return
         self.poke()
 
     def poke(self, found: Any = False) -> None:
@@ -300,6 +310,8 @@ class Rank:
                     self._write_output(th, op)
                 elif kind == KERNEL_END:
                     self._kernel_end(th, op)
+                elif kind >= MC_LOAD_REDUCE:  # multimem: the switch's part is collsim.sim.fabric's
+                    yield from run_multimem(self, th, op)
             if descended:
                 continue
             while frames:  # this list of items is done: join lanes that all finished, resume the parent
@@ -536,7 +548,9 @@ class Rank:
         th.t += self.c.op_overhead_us
         wire = lines * op.line_bytes
         factor = self._pair(owner)[0].costs.atomic_wire_factor if data and owner != self.rank else 1.0
-        land = (self.memory.location(op.key), line, lines, _RMW_HOW.get(op.op.op, "set"), DATA if data else operand)
+        # a line's count word (``flag``) is what its readers poll; the data words they do not
+        value = op.flag if op.flag is not None and op.polls_flags else (DATA if data else operand)
+        land = (self.memory.location(op.key), line, lines, RMW_HOW.get(op.op.op, "set"), value)
         tr = self._push(th, op, owner, wire * factor, data, "atomic", wire if owner == self.rank else 0.0, True,
                         land)
         if op.into is not None:

@@ -23,7 +23,7 @@ from collsim.topology.catalog import data_dir
 from collsim.topology.topology import Topology
 from collsim.yamlsource import LineOf, Locator, load_yaml_with_lines, looks_like_path
 
-__all__ = ["list_presets", "load_topology", "TopologySpec"]
+__all__ = ["list_presets", "presets_with", "load_topology", "TopologySpec"]
 
 #: What :func:`load_topology` accepts.
 TopologySpec = "str | os.PathLike[str] | Mapping[str, Any] | Topology"
@@ -36,6 +36,20 @@ def list_presets() -> list[str]:
         for entry in data_dir().iterdir()
         if entry.name.endswith(".yaml") and not entry.name.startswith("_")
     )
+
+
+def presets_with(features: Any) -> list[str]:
+    """The presets whose switches do every one of ``features`` (``multicast``, ``reduction``: NVLink SHARP).
+
+    >>> presets_with({"multicast", "reduction"})
+    ['gb200-nvl72', 'hgx-b200', 'hgx-h100', 'hgx-h200']
+    """
+    out = []
+    for name in list_presets():
+        declared = _preset_document(name)[0].get("nvls") or {}
+        if all(declared.get(feature) is True for feature in features):
+            out.append(name)
+    return out
 
 
 @cache

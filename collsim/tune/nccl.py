@@ -25,8 +25,8 @@ The facts this module relies on, read from the plugin's README and parser:
   written here is at most :data:`MAX_LINE_CHARS` characters.
 
 :data:`NCCL_EQUIVALENTS` is the one table from collsim's choices to NCCL's;
-a protocol collsim models that NCCL runs is one line there (a multimem
-protocol would map to ``nvls``).
+a protocol collsim models that NCCL runs is one line there (the multimem
+two-shot, ``nvls``, is NCCL's ``nvls`` algorithm).
 """
 from __future__ import annotations
 
@@ -72,12 +72,16 @@ MAX_LINE_CHARS = 254
 
 #: collsim (algorithm, protocol) -> the NCCL (algorithm, protocol) it models. collsim's ring is NCCL's ring
 #: AllReduce (reduce-scatter then all-gather around one ring per channel) and its ll, ll128 and simple
-#: protocols are NCCL's line formats; one-shot, two-shot, barrier, sentinel and ll128-atomic have no NCCL
-#: counterpart a tuner can select.
+#: protocols are NCCL's line formats; its nvls two-shot (a multimem.ld_reduce reduce-scatter and a
+#: multimem.st all-gather through the NVSwitch) is NCCL's NVLS AllReduce, which runs the Simple protocol
+#: (src/device/all_reduce.h, src/graph/tuning.cc: NVLS has Simple only). Other one-shot and two-shot
+#: designs (barrier, sentinel, the atomic ones, nvls one-shot, nvls-poison) have no NCCL counterpart a tuner
+#: can select.
 NCCL_EQUIVALENTS: Mapping[Choice, Choice] = {
     ("ring", "ll"): ("ring", "ll"),
     ("ring", "ll128"): ("ring", "ll128"),
     ("ring", "simple"): ("ring", "simple"),
+    ("two-shot", "nvls"): ("nvls", "simple"),
 }
 
 for _algo, _proto in NCCL_EQUIVALENTS.values():  # a typo here would be read by NCCL as ring/simple

@@ -2,9 +2,9 @@
 
 The one module of :mod:`collsim.tune` that reads files; everything else
 takes :class:`~collsim.tune.timings.Timings`. Results are read with the
-results loader (``load_results``: the frame of results.csv or results.json
-and its metadata, :func:`read_results`) and the results column list, and
-nothing else of the results module; measurements with
+results loader (:func:`collsim.resultsfile.load_results`: the frame of
+results.csv or results.json and its metadata, :func:`read_results`) and the
+results column list; measurements with
 :func:`collsim.calibrate.ingest.parse_log`. Running a scenario is the
 caller's (``collsim tune`` runs it, then reads its results.json here).
 """
@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from collsim.errors import InputError
+from collsim.resultsfile import COLUMNS, load_results
 from collsim.tune.timings import Timings, from_measurements, from_results
 
 __all__ = [
@@ -34,16 +35,12 @@ RESULTS_SUFFIXES = (".csv", ".json")
 
 
 def read_results(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """``(frame, meta)`` of a results.csv or results.json (the report's loader: same checks, same errors)."""
-    from collsim.report.data import load_results  # lazy: start-up
-
+    """``(frame, meta)`` of a results.csv or results.json (the loader the report uses: same checks, same errors)."""
     return load_results(path)
 
 
 def _looks_like_results(path: Path) -> bool:
     """Whether a CSV's header is results.csv's."""
-    from collsim.resultsfile import COLUMNS  # lazy: start-up
-
     try:
         with path.open(encoding="utf-8", errors="replace") as handle:
             header = handle.readline().strip().split(",")

@@ -176,7 +176,7 @@ def from_results(
     nodes: int = 1,
     source: str | None = None,
 ) -> Timings:
-    """The timings of a checked results table (``collsim.report.load_results``' frame and meta).
+    """The timings of a checked results table (``collsim.resultsfile.load_results``' frame and meta).
 
     Parameters
     ----------

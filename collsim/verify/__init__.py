@@ -9,7 +9,7 @@ _VERIFIER_API = frozenset(__all__)
 
 def __getattr__(name: str):
     if name in _VERIFIER_API:
-        from collsim.verify import verifier
+        from collsim.verify import verifier  # lazy: start-up (z3 loads with the verifier)
 
         return getattr(verifier, name)
     raise AttributeError(f"module 'collsim.verify' has no attribute {name!r}")

@@ -43,8 +43,8 @@ from collsim.errors import UnsupportedError
 from collsim.ir.assumptions import get_assumption
 from collsim.ir.buffers import Buffer
 from collsim.ir.layout import LineLayout, WordRole
-from collsim.ir.ops import (Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, PollUntil, Predicate, Reduce, Reg,
-                            Store, SyncGroup, WriteOutput)
+from collsim.ir.ops import (Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, MultimemLoadReduce, MultimemRed,
+                            MultimemStore, PollUntil, Predicate, Reduce, Reg, Store, SyncGroup, WriteOutput)
 from collsim.ir.protocol import Protocol
 from collsim.ir.types import FenceKind, FillPattern, Issuer, RmwOp
 from collsim.ir.visit import OpVisitor
@@ -203,11 +203,17 @@ class _ElementLowering(OpVisitor):
             return [("reg", src.name, int(src.offset) + k * int(src.stride)) for k in range(int(src.count))]
         return [src]
 
-    def groups_for(self, ev_by_word: dict[int, VerifyEvent], layout: LineLayout, attr: str) -> None:
-        """The atomic groups of one line access under each assumption set (the events keep those of the first)."""
+    def groups_for(self, ev_by_word: dict[int, VerifyEvent], layout: LineLayout, attr: str,
+                   write_kind: str | None) -> None:
+        """Join the events of one line access into the atomic groups each assumption set declares: a write under
+        the assumptions that join writes of ``write_kind``, a read (``write_kind`` None) under all of them (the
+        events keep the groups of the first set)."""
         found: dict[tuple[int, ...], tuple[list[int], set[frozenset[str]]]] = {}
         for sset in self.group_sets:
-            for chunk in atomic_groups(layout, ev_by_word, [get_assumption(a) for a in self.assumptions if a in sset]):
+            active = [get_assumption(a) for a in self.assumptions if a in sset]
+            if write_kind is not None:
+                active = [a for a in active if a.joins(write_kind)]
+            for chunk in atomic_groups(layout, ev_by_word, active):
                 key = tuple(ev_by_word[w].id for w in chunk)
                 found.setdefault(key, (chunk, set()))[1].add(sset)
         for chunk, sets in found.values():
@@ -242,55 +248,110 @@ class _ElementLowering(OpVisitor):
         value = kw.get("value")
         deps = frozenset(value.reads()) if value is not None else frozenset()
         return self.add_event(
-            instr, kind=kind, loc=self.loc(ref, j, word, env), sem=op.sem.model_sem, scope=op.scope.value,
+            instr, kind=kind, loc=self.loc(ref, j, word, env), sem=op.sem.model_sem, scope=op.sem.model_scope(op.scope).value,
             role=buf.layout.words[word].role.value, slot=ref.slot, region=ref.region, line=ref.line + j, word=word,
             deps=deps, **kw)
 
     def read(self, op: Load | PollUntil, site: _Site, until: Predicate | None) -> None:
         """A load, or (``until`` given) the exiting load of a poll: one instruction per line."""
         src = op.src
-        buf = self.buffers[src.buffer]
-        layout = buf.layout
-        into = op.into
         poll = until is not None
-        polled_words = set(layout.poll_words)
-        data = {w: k for w, k in self.data_words(buf)}
         for j, thread in self.line_items(src, op.issuer, site.rank):
             instr = self.new_instr(thread, InstrKind.POLL if poll else InstrKind.LOAD, site.name, site.iteration,
                                    until)
-            by_word: dict[int, VerifyEvent] = {}
-            words = self.kept[buf.name] if poll else [w for w in self.kept[buf.name] if w in data]
-            for w in words:
-                ev = self.mem_event(instr, EventKind.READ, op, src, j, w, site.env)
-                if poll:
-                    ev.polled = w in polled_words
-                if into is not None and w in data:
-                    ev.consumer = into
-                    offset = op.into_offset + j * layout.data_bytes + data[w] * layout.words[w].nbytes
-                    site.regs.setdefault(into, {})[offset] = Lin.atom(("rd", ev.id))
-                by_word[w] = ev
-            self.groups_for(by_word, layout, "rgroup")
+            values = self.read_line(instr, op, src, j, site, poll)
+            if op.into is not None:
+                site.regs.setdefault(op.into, {}).update(values)
+
+    def read_line(self, instr: VerifyInstr, op: Any, src: Any, j: int, site: _Site, poll: bool) -> dict[int, Lin]:
+        """The read events of line ``j`` of ``src`` in ``instr`` (every modelled word for a poll, the data
+        words otherwise), grouped under the assumptions; returns the register bytes they fill."""
+        buf = self.buffers[src.buffer]
+        layout = buf.layout
+        into = op.into
+        polled_words = set(layout.poll_words)
+        data = {w: k for w, k in self.data_words(buf)}
+        by_word: dict[int, VerifyEvent] = {}
+        values: dict[int, Lin] = {}
+        words = self.kept[buf.name] if poll else [w for w in self.kept[buf.name] if w in data]
+        for w in words:
+            ev = self.mem_event(instr, EventKind.READ, op, src, j, w, site.env)
+            if poll:
+                ev.polled = w in polled_words
+            if into is not None and w in data:
+                ev.consumer = into
+                offset = op.into_offset + j * layout.data_bytes + data[w] * layout.words[w].nbytes
+                values[offset] = Lin.atom(("rd", ev.id))
+            by_word[w] = ev
+        self.groups_for(by_word, layout, "rgroup", None)
+        return values
+
+    def write_line(self, instr: VerifyInstr, op: Any, dst: Any, j: int, site: _Site, src: Any, flag: Any,
+                   kind: str) -> None:
+        """The write events of line ``j`` of ``dst`` in ``instr``: data words from ``src``, flag words ``flag``,
+        grouped under the assumptions that join writes of ``kind``."""
+        buf = self.buffers[dst.buffer]
+        layout = buf.layout
+        by_word: dict[int, VerifyEvent] = {}
+        if src is not None:
+            for w, k in self.data_words(buf):
+                value = self.source_value(src, site.regs, site.rank, site.iteration,
+                                          j * layout.data_bytes + k * layout.words[w].nbytes)
+                if value is None:
+                    continue  # an element of a shrunk lane
+                by_word[w] = self.mem_event(instr, EventKind.WRITE, op, dst, j, w, site.env, value=value,
+                                            fill=src.pattern if isinstance(src, Fill) else None)
+        if flag is not None:
+            for w in self.flag_words(buf):
+                by_word[w] = self.mem_event(instr, EventKind.WRITE, op, dst, j, w, site.env, value=Lin.const(flag))
+        self.groups_for(by_word, layout, "wgroup", kind)
+
+    def rmw_line(self, instr: VerifyInstr, op: Any, dst: Any, j: int, site: _Site, kind: str,
+                 returns_value: bool = True) -> None:
+        """The read-modify-write events of line ``j`` of ``dst`` in ``instr``: the data operand on the data
+        words and ``op.flag`` on the flag words, or a counter operand on every word; grouped under the
+        assumptions that join writes of ``kind``."""
+        buf = self.buffers[dst.buffer]
+        layout = buf.layout
+        if op.op not in (RmwOp.ADD, RmwOp.EXCH):
+            raise UnsupportedError(f"atomic {op.op.value} is not modelled (add and exch are)")
+        data = {w: k for w, k in self.data_words(buf)}
+        flagged = getattr(op, "flag", None)
+        by_word: dict[int, VerifyEvent] = {}
+        for w in self.kept[buf.name]:
+            if isinstance(op.operand, (Input, Reg, Fill)):
+                if w in data:
+                    operand = self.source_value(op.operand, site.regs, site.rank, site.iteration,
+                                                j * layout.data_bytes + data[w] * layout.words[w].nbytes)
+                    if operand is None:
+                        continue
+                elif flagged is not None:
+                    operand = Lin.const(int(flagged))
+                else:
+                    continue
+            else:
+                operand = Lin.const(int(op.operand))  # type: ignore[arg-type]
+            ev = self.mem_event(instr, EventKind.RMW, op, dst, j, w, site.env, rmw_op=op.op.value)
+            ev.value = (Lin.atom(("rd", ev.id)) + operand) if op.op is RmwOp.ADD else operand
+            ev.deps = ev.deps | frozenset(operand.reads())
+            ev.returns_value = returns_value
+            into = getattr(op, "into", None)
+            if into is not None and w in data:
+                ev.consumer = into
+                offset = op.into_offset + j * layout.data_bytes + data[w] * layout.words[w].nbytes
+                site.regs.setdefault(into, {})[offset] = Lin.atom(("rd", ev.id))
+            by_word[w] = ev
+        self.groups_for(by_word, layout, "wgroup", kind)
+
+    def copies(self, ref: Any) -> list[Any]:
+        """Every rank's copy of a multicast range."""
+        return [ref.copy(rank) for rank in range(self.bounds.ranks)]
 
     # -- operations ----------------------------------------------------------
     def visit_store(self, op: Store, site: _Site) -> None:
-        buf = self.buffers[op.dst.buffer]
-        layout = buf.layout
         for j, thread in self.line_items(op.dst, op.issuer, site.rank):
             instr = self.new_instr(thread, InstrKind.STORE, site.name, site.iteration)
-            by_word: dict[int, VerifyEvent] = {}
-            if op.src is not None:
-                for w, k in self.data_words(buf):
-                    value = self.source_value(op.src, site.regs, site.rank, site.iteration,
-                                              j * layout.data_bytes + k * layout.words[w].nbytes)
-                    if value is None:
-                        continue  # an element of a shrunk lane
-                    by_word[w] = self.mem_event(instr, EventKind.WRITE, op, op.dst, j, w, site.env, value=value,
-                                                fill=op.src.pattern if isinstance(op.src, Fill) else None)
-            if op.flag is not None:
-                for w in self.flag_words(buf):
-                    by_word[w] = self.mem_event(instr, EventKind.WRITE, op, op.dst, j, w, site.env,
-                                                value=Lin.const(op.flag))
-            self.groups_for(by_word, layout, "wgroup")
+            self.write_line(instr, op, op.dst, j, site, op.src, op.flag, "store")
 
     def visit_load(self, op: Load, site: _Site) -> None:
         self.read(op, site, None)
@@ -303,30 +364,36 @@ class _ElementLowering(OpVisitor):
         self.fences(threads, site, "sc" if op.kind is FenceKind.SC else "acq_rel", op.scope.value)
 
     def visit_atomic(self, op: Atomic, site: _Site) -> None:
-        buf = self.buffers[op.dst.buffer]
-        layout = buf.layout
-        if op.op not in (RmwOp.ADD, RmwOp.EXCH):
-            raise UnsupportedError(f"atomic {op.op.value} is not modelled (add and exch are)")
-        data = {w: k for w, k in self.data_words(buf)}
         for j, thread in self.line_items(op.dst, op.issuer, site.rank):
             instr = self.new_instr(thread, InstrKind.RMW, site.name, site.iteration)
-            for w in self.kept[buf.name]:
-                if isinstance(op.operand, (Input, Reg, Fill)):
-                    if w not in data:
-                        continue
-                    operand = self.source_value(op.operand, site.regs, site.rank, site.iteration,
-                                                j * layout.data_bytes + data[w] * layout.words[w].nbytes)
-                    if operand is None:
-                        continue
-                else:
-                    operand = Lin.const(int(op.operand))  # type: ignore[arg-type]
-                ev = self.mem_event(instr, EventKind.RMW, op, op.dst, j, w, site.env, rmw_op=op.op.value)
-                ev.value = (Lin.atom(("rd", ev.id)) + operand) if op.op is RmwOp.ADD else operand
-                ev.deps = ev.deps | frozenset(operand.reads())
-                if op.into is not None and w in data:
-                    ev.consumer = op.into
-                    offset = op.into_offset + j * layout.data_bytes + data[w] * layout.words[w].nbytes
-                    site.regs.setdefault(op.into, {})[offset] = Lin.atom(("rd", ev.id))
+            self.rmw_line(instr, op, op.dst, j, site, "red")
+
+    # A multimem op is one instruction per line whose events are every copy's elements, unordered among
+    # themselves (PTX defines no order among the copies); an assumption joins the elements of one copy only.
+
+    def visit_multimem_load_reduce(self, op: MultimemLoadReduce, site: _Site) -> None:
+        if op.op is not RmwOp.ADD:
+            raise UnsupportedError(f"multimem.ld_reduce {op.op.value} is not modelled (add is)")
+        for j, thread in self.line_items(op.src, op.issuer, site.rank):
+            instr = self.new_instr(thread, InstrKind.LOAD, site.name, site.iteration)
+            total: dict[int, Lin] = {}
+            for copy in self.copies(op.src):
+                for offset, value in self.read_line(instr, op, copy, j, site, False).items():
+                    total[offset] = total[offset] + value if offset in total else value
+            site.regs.setdefault(op.into, {}).update(total)
+
+    def visit_multimem_store(self, op: MultimemStore, site: _Site) -> None:
+        for j, thread in self.line_items(op.dst, op.issuer, site.rank):
+            instr = self.new_instr(thread, InstrKind.STORE, site.name, site.iteration)
+            for copy in self.copies(op.dst):
+                self.write_line(instr, op, copy, j, site, op.src, op.flag, "multimem.st")
+
+    def visit_multimem_red(self, op: MultimemRed, site: _Site) -> None:
+        for j, thread in self.line_items(op.dst, op.issuer, site.rank):
+            instr = self.new_instr(thread, InstrKind.RMW, site.name, site.iteration)
+            for copy in self.copies(op.dst):
+                # a red returns nothing: its read is not the read of an acquire pattern (PTX ISA 8.8)
+                self.rmw_line(instr, op, copy, j, site, "multimem.red", returns_value=False)
 
     def visit_reduce(self, op: Reduce, site: _Site) -> None:
         if op.op != "sum":

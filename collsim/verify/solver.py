@@ -41,6 +41,8 @@ from collsim.verify.models import encode as encode_program
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
+    "INTERRUPTED_REASON",
+    "raise_if_interrupted",
     "Condition",
     "QueryResult",
     "OutcomeSet",
@@ -54,6 +56,26 @@ __all__ = [
 
 #: Default wall-clock limit of one solver call, in seconds.
 DEFAULT_TIMEOUT_S = 30.0
+
+#: z3's reason for an unknown when Ctrl-C stopped the check. z3 takes SIGINT itself while it solves (and then
+#: puts Python's handler back), so Python raises nothing: such a check must end the command, not read as unknown.
+INTERRUPTED_REASON = "interrupted from keyboard"
+
+
+def raise_if_interrupted(solver: z3.Solver, error: Exception | None = None, *, elapsed_s: float | None = None,
+                         timeout_s: float | None = None) -> None:
+    """Raise :class:`KeyboardInterrupt` when ``solver``'s last check was stopped by Ctrl-C: its result is unknown
+    for :data:`INTERRUPTED_REASON`, or ``canceled`` (what z3 says when Ctrl-C lands in some of its phases)
+    well before its ``timeout_s`` ran out, or it raised ``error`` saying so."""
+    try:
+        reason = solver.reason_unknown()
+    except z3.Z3Exception:
+        reason = ""
+    early = elapsed_s is not None and timeout_s is not None and elapsed_s < 0.9 * timeout_s
+    if reason == INTERRUPTED_REASON or (reason == "canceled" and early) or (
+            error is not None and "interrupted" in str(error).lower()):
+        raise KeyboardInterrupt
+
 
 Condition = Union[z3.BoolRef, bool, Callable[[Encoding], z3.BoolRef], None]
 
@@ -111,11 +133,13 @@ def check(solver: z3.Solver, *assumptions: z3.BoolRef) -> tuple[str, str | None]
     try:
         r = solver.check(*assumptions)
     except z3.Z3Exception as exc:  # e.g. interrupted
+        raise_if_interrupted(solver, exc)
         return "unknown", f"z3 error: {exc}"
     if r == z3.sat:
         return "sat", None
     if r == z3.unsat:
         return "unsat", None
+    raise_if_interrupted(solver)
     return "unknown", solver.reason_unknown() or "unknown"
 
 

@@ -26,7 +26,8 @@ from typing import Any, Callable, Iterable
 
 import z3
 
-from collsim.errors import InputError
+from collsim.errors import InputError, is_interrupt
+from collsim.executors import check_executor_options, map_tasks
 from collsim.ir.assumptions import get_assumption
 from collsim.ir.protocol import Protocol
 from collsim.ir.registry import list_mutants, list_protocols, load_protocol
@@ -48,6 +49,7 @@ from collsim.verify.properties import (
     torn,
 )
 from collsim.verify.report import Counterexample, build_counterexample
+from collsim.verify.solver import raise_if_interrupted
 from collsim.verify.symmetry import anchored_at_rank0, rank_rotation
 
 __all__ = [
@@ -353,7 +355,15 @@ class _Checker:
     def _check(self, lits: list[Any]) -> Any:
         self._sync()
         self.solver.set("timeout", max(1, int(self.timeout * 1000)))
-        return self.solver.check(*lits)
+        start = time.perf_counter()
+        try:
+            r = self.solver.check(*lits)
+        except z3.Z3Exception as exc:  # pragma: no cover - interrupted
+            raise_if_interrupted(self.solver, exc)
+            raise
+        if r == z3.unknown:  # Ctrl-C stopped z3: the command stops, no "unknown" verdict
+            raise_if_interrupted(self.solver, elapsed_s=time.perf_counter() - start, timeout_s=self.timeout)
+        return r
 
     def _mode(self, sset: frozenset[str], finishing: bool, concrete: bool = True) -> list[Any]:
         lits = [self.enc.assuming(sset)]
@@ -521,10 +531,9 @@ def _plan(protocol: str | Protocol, algorithm: str | None, *, ranks: int | None 
     expected = normalize_property(proto.expected_violation) if proto.expected_violation else None
     low = lower_instance(proto, algorithm, bounds, active, recheck=dependencies)
     key = _cache.cache_key({
-        "protocol": proto.name, "class": f"{type(proto).__module__}.{type(proto).__qualname__}",
-        "params": repr(sorted(proto.params.items(), key=lambda kv: kv[0])), "algorithm": algorithm,
-        "program": low.flat_signature, "bounds": repr(bounds), "model": model, "assumptions": list(active),
-        "data_domain": repr(proto.data_domain), "properties": props, "dependencies": dependencies,
+        "protocol": list(proto.key), "algorithm": algorithm, "program": low.flat_signature, "bounds": repr(bounds),
+        "model": model, "assumptions": list(active), "data_domain": repr(proto.data_domain), "properties": props,
+        "dependencies": dependencies,
     })
     return _Plan(proto, algorithm, bounds, low, active, proto.data_domain is not None, props, expected, key)
 
@@ -629,30 +638,18 @@ def verdict_for(protocol: str | Protocol, algorithm: str | None = None, model: s
 
     With ``solve=False`` it never runs the solver and returns ``None`` when
     no verdict is cached (so a consumer such as the CUDA emitter can refuse
-    an unverified protocol cheaply). Keyword arguments are :func:`verify`'s.
+    an unverified protocol cheaply); it looks up the key :func:`verify`
+    stores, and checks its arguments as :func:`verify` does. Keyword
+    arguments are :func:`verify`'s.
     """
     if not solve:
-        proto = _resolve(protocol, kwargs.get("flag_bits"))
-        algorithm = algorithm or proto.algorithms[0]
-        assume = kwargs.get("assume")
-        active = tuple(proto.assumptions) if assume is None else tuple(dict.fromkeys(assume))
-        bounds = _bounds_for(proto, kwargs.get("ranks"), kwargs.get("iterations"), kwargs.get("lines"),
-                             kwargs.get("threads"), kwargs.get("max_lanes"))
-        low = lower_instance(proto, algorithm, bounds, active)
-        props = list(PROPERTIES) if kwargs.get("properties") is None else [normalize_property(p) for p in
-                                                                          kwargs["properties"]]
-        key = _cache.cache_key({
-            "protocol": proto.name, "class": f"{type(proto).__module__}.{type(proto).__qualname__}",
-            "params": repr(sorted(proto.params.items(), key=lambda kv: kv[0])), "algorithm": algorithm,
-            "program": low.flat_signature, "bounds": repr(bounds), "model": model, "assumptions": list(active),
-            "data_domain": repr(proto.data_domain), "properties": props,
-            "dependencies": kwargs.get("dependencies", True),
-        })
-        data = _cache.load(key)
+        plan = _plan(protocol, algorithm, model=model,
+                     **{k: v for k, v in kwargs.items() if k not in ("timeout", "use_cache")})
+        data = _cache.load(plan.key)
         if data is None:
             return None
         result = VerifyResult.from_json(data)
-        result.expected_violation = normalize_property(proto.expected_violation) if proto.expected_violation else None
+        result.expected_violation = plan.expected
         return result
     return verify(protocol, algorithm, model=model, **kwargs)
 
@@ -709,7 +706,9 @@ def _previous_seconds(job: tuple[str, str, dict[str, Any]]) -> float | None:
     name, algorithm, kwargs = job
     try:
         plan = _plan(name, algorithm, **{k: v for k, v in kwargs.items() if k not in ("timeout", "use_cache")})
-    except Exception:  # noqa: BLE001 - only a hint; the job itself will report the problem
+    except Exception as exc:  # noqa: BLE001 - only a hint; the job itself will report the problem
+        if is_interrupt(exc):
+            raise
         return None
     cached = _cache.load(plan.key)
     seconds = cached.get("seconds") if cached else None
@@ -742,6 +741,8 @@ def _all_jobs(only: Iterable[str] | None, algorithm: str | None, common: dict[st
         try:
             proto = load_protocol(name)
         except Exception as exc:  # noqa: BLE001 - reported as this run's failure; the others still run
+            if is_interrupt(exc):
+                raise
             kind = kind or "protocol"
             jobs.append((kind, FailedRun(name, algorithm or "-", kind, f"{type(exc).__name__}: {exc}")))
             continue
@@ -750,7 +751,10 @@ def _all_jobs(only: Iterable[str] | None, algorithm: str | None, common: dict[st
         if kind == "protocol":
             if algorithm and algorithm not in proto.algorithms:
                 continue
-            jobs.append((kind, (name, algorithm or proto.algorithms[0], dict(common))))
+            # all of them: every program the protocol has, the ones `collsim emit --all` prints; a chosen few
+            # (``only``): each under its first algorithm
+            for alg in [algorithm] if algorithm else list(proto.algorithms) if only is None else proto.algorithms[:1]:
+                jobs.append((kind, (name, alg, dict(common))))
         else:
             alg = algorithm if algorithm in proto.algorithms else proto.algorithms[0]
             jobs.append((kind, (name, alg, {**common, "dependencies": False})))
@@ -762,7 +766,9 @@ def verify_all(*, algorithm: str | None = None, model: str = "ptx", ranks: int |
                use_cache: bool = True, only: Iterable[str] | None = None, executor: Any = "local",
                workers: int | None = None, scheduler: str | None = None, progress: Any = None,
                **kwargs: Any) -> Summary:
-    """Verify every shipped protocol (under ``algorithm``, or its first) and catch every mutant.
+    """Verify every shipped protocol (under ``algorithm``, or under each algorithm it has: every program
+    ``collsim emit --all`` prints) and catch every mutant (under ``algorithm`` where it has it, else its first);
+    with ``only``, each protocol named is verified under ``algorithm`` or its first.
 
     The runs go through :func:`collsim.executors.map_tasks`, so they can be
     spread over processes or a Dask cluster; verdicts and their order do not
@@ -794,8 +800,6 @@ def verify_all(*, algorithm: str | None = None, model: str = "ptx", ranks: int |
     InputError
         An unknown memory model, executor option or name in ``only``.
     """
-    from collsim.executors import check_executor_options, map_tasks
-
     if model not in ("ptx", "sc"):
         raise InputError(f"unknown memory model {model!r}", field="--model", choices=["ptx", "sc"])
     if isinstance(executor, str):

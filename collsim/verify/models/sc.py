@@ -83,7 +83,16 @@ class SCEncoding(PTXEncoding):
             self.cons.append(z3.Implies(cond, self.sc_clock[a.id] <= self.sc_clock[b.id]))
 
     def cause(self, a: Event, b: Event) -> Any:
-        return self.hb(a, b)
+        """Base causality, and observation; po-loc: a strong write observed by a read orders the same thread's
+        later accesses of that element after it (SC is SC-per-location too; the clocks of a vector access alone
+        miss it when the write's instruction has other elements)."""
+        terms = [self.hb(a, b)]
+        if a.is_write and a.strong and b.is_mem and b.loc == a.loc:
+            for z in self.program.reads_at(a.loc):
+                if z.thread == b.thread and z.instr < b.instr and z.id != a.id:
+                    terms.append(self.obs(a, z))
+        terms = [t for t in terms if not z3.is_false(t)]
+        return z3.Or(terms, self.ctx) if len(terms) > 1 else (terms[0] if terms else self.false())
 
     def _build_causality_axioms(self) -> None:
         """SC's clock order is the whole model: no causality axioms."""

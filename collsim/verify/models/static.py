@@ -38,7 +38,9 @@ What they forbid
 
 A forced edge holds when its poll exits; every edge leaving a poll leads to
 an event that only runs if it did, so the conclusions also hold in the hang
-check's executions, where polls may be stuck. The analysis iterates (what
+check's executions, where polls may be stuck. The poll's own read is the
+exception: stuck, it may read any candidate, so under liveness its view
+leaves out the synchronisation its exit would force. The analysis iterates (what
 it drops can force more polls) and is skipped for programs with guarded
 events or atomic operations whose write does not depend on their read
 (litmus tests: small, and not straight-line).
@@ -274,6 +276,7 @@ class _Analysis:
             into.setdefault(y.id, []).append(x)
         view: dict[int, list[int]] = {}
         before: dict[tuple[int, int], list[int]] = {}
+        live = bool(getattr(self.enc, "live", False))
         changed = True
         while changed:
             changed = False
@@ -291,8 +294,11 @@ class _Analysis:
                                 v = count if u == x.thread else src[u]
                                 if v > mine[u]:
                                     mine[u] = v
-                        if view.get(e.id) != mine:
-                            view[e.id] = mine
+                        # a poll that may be stuck (the hang check) reads anything; only what follows it runs
+                        # after it exited, so its own read does not see the synchronisation its exit forces
+                        seen = list(current) if live and e.polled else mine
+                        if view.get(e.id) != seen:
+                            view[e.id] = seen
                             changed = True
                         if e.id in into:
                             after = [max(a, b) for a, b in zip(after, mine)]

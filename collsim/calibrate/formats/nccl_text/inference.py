@@ -299,7 +299,8 @@ class Inference:
             any_checked = False
             for place, suffix in (("oop", ""), ("ip", "_inplace")):
                 t = r.get(f"time_{place}")
-                row[f"time_us{suffix}"] = None if t is None or math.isnan(t) else (
+                # a NaN time stays NaN (not absent): ingest leaves such rows out and says so
+                row[f"time_us{suffix}"] = None if t is None else t if math.isnan(t) else (
                     round(t * to_us, 6) if to_us != 1.0 else t)
                 alg, bus = r.get(f"algbw_{place}"), r.get(f"busbw_{place}")
                 row[f"algbw_gbps{suffix}"] = None if alg is None else alg * sec.bw_scale

@@ -94,7 +94,8 @@ def finish_row(sec: Section, no: int, tokens: list[str], warn: Warn, *, partial:
             elif name in ("time", "algbw", "busbw", "nwrong", "error") and place in ("oop", "ip"):
                 if not is_value(tok):
                     raise ValueError(tok)
-                row[f"{name}_{place}"] = to_float(tok)
+                # N/A (validation off, or a half never printed) is absent; a printed "nan" time is a value
+                row[f"{name}_{place}"] = None if name == "time" and tok.upper() == "N/A" else to_float(tok)
     except ValueError:
         warn(no, f"result row has a non-numeric value where the header at line {cols.line} "
                       "expects a number: row skipped")

@@ -32,7 +32,11 @@ from collsim.calibrate.formats.nccl_text.rows import feed_tokens, flush_pending
 from collsim.calibrate.formats.nccl_text.section import Line, Section
 from collsim.errors import InputError
 
-__all__ = ["StreamScanner"]
+__all__ = ["StreamScanner", "ELISION_RE"]
+
+#: A line that stands for lines left out of a paste: ``...``, ``…``, ``[...]``, ``(... 12 lines ...)``, ``<snip>``.
+ELISION_RE = re.compile(
+    r"^(?:\.{3,}|…+|[\[(<]\s*(?:\.{3,}|…|snip|snipped|truncated|omitted|elided)[^\])>]*[\])>])\s*$", re.IGNORECASE)
 
 
 class StreamScanner:
@@ -205,6 +209,11 @@ class StreamScanner:
                     continue
                 continue
             # not a comment line
+            if ELISION_RE.match(t):  # "...", "[...]", "<snip>": the paste left rows out
+                if sec is not None and sec.has_table and sec.footer_line is None and not sec.elided:
+                    sec.elided = True
+                    self.warn(ln.no, f"{t!r} elides rows of the table: only the rows shown are read")
+                continue
             m = NCCL_VERSION_RE.search(t)
             if m and not is_int(t.split()[0]):
                 s = sec if sec is not None and not sec.has_table else None

@@ -42,6 +42,7 @@ class Section:
     avg_failed: bool = False
     footer_line: int | None = None
     concluded: bool = False
+    elided: bool = False  # a "..." line in the table: the paste left rows out
     end: int = 0
     parent: Section | None = None  # the table before, when this one has no banner of its own
 
