@@ -47,7 +47,7 @@ import z3
 
 from collsim.errors import CollsimError, InputError, UnsupportedError
 from collsim.verify.events import Event, Placement, Program, value_const
-from collsim.verify.models import MEMORY_MODELS
+from collsim.verify.models import DEFAULT_CAUSALITY, check_model
 from collsim.verify.solver import DEFAULT_TIMEOUT_S, exists
 
 __all__ = [
@@ -247,16 +247,19 @@ def parse_test(row: dict[str, Any], *, file: str = "<memory>", line: int = 0, bo
     assumptions: list[Any] = []
     notes: list[str] = []
     registers: dict[tuple[str, str], Any] = {}
+    ctrl: dict[str, set[str]] = {}
+    ids: dict[str, int] = {}
     sort = z3.IntSort() if bits is None else z3.BitVecSort(bits)
     for ti, ops in enumerate(threads):
         if not isinstance(ops, list):
             raise ctx.error("a thread must be a list of operations", f"threads[{ti}]")
         tname = thread_names[ti]
-        lowering = _ThreadLowering(ctx, ti, tname, ops, aliases, reg_init, sort, bits, bound)
+        lowering = _ThreadLowering(ctx, ti, tname, ops, aliases, reg_init, sort, bits, bound, ids)
         lowering.run()
         events += lowering.events
         assumptions += lowering.assumptions
         notes += lowering.notes
+        ctrl.update(lowering.new_ctrl)
         for r, v in lowering.final_regs.items():
             registers[(tname, r)] = v
     for (t, r), v in reg_init.items():
@@ -264,8 +267,7 @@ def parse_test(row: dict[str, Any], *, file: str = "<memory>", line: int = 0, bo
     locs_used = {e.loc for e in events if e.loc}
     for loc in locs_used:
         mem_init.setdefault(loc, 0)
-    program = Program(events=events, placement=placement, init=mem_init, assumptions=assumptions,
-                      value_bits=bits, name=name)
+    program = Program.from_events(events, placement, mem_init, assumptions, bits, name, ctrl=ctrl)
 
     cond = _require(ctx, row, "condition", (dict,), "")
     quant = _require(ctx, cond, "quantifier", (str,), "condition.")
@@ -330,8 +332,11 @@ class _ThreadLowering:
 
     def __init__(self, ctx: _Ctx, index: int, thread: str, ops: list[Any],
                  aliases: dict[str, tuple[str, str]], reg_init: dict[tuple[str, str], int],
-                 sort: z3.SortRef, bits: int | None, bound: int) -> None:
+                 sort: z3.SortRef, bits: int | None, bound: int, ids: dict[str, int]) -> None:
         self.ctx, self.index, self.thread = ctx, index, thread
+        self.ids = ids  # event name -> provisional id, shared by every thread of the test
+        self.new_ctrl: dict[str, set[str]] = {}
+        self._ctrl_seen: set[str] = set()
         self.aliases, self.reg_init, self.sort, self.bits = aliases, reg_init, sort, bits
         self.ops = [self._check_op(i, op) for i, op in enumerate(ops)]
         self.notes: list[str] = []
@@ -409,9 +414,17 @@ class _ThreadLowering:
 
     def _event(self, path: _Path, idx: int, kind: str, tag: str, deps: frozenset[str] = frozenset(),
                **kw: Any) -> Event:
-        eid = f"{self.thread}.i{idx}.{tag}"
-        e = Event(eid=eid, thread=self.thread, kind=kind, po_index=self.po, guard=path.guard,
-                  deps=frozenset(deps) | frozenset(self.ctrl), **kw)
+        name = f"{self.thread}.i{idx}.{tag}"
+        if "vloc" in kw and kw["vloc"] == kw.get("loc"):
+            kw["vloc"] = None
+        guard = None if z3.is_true(path.guard) else path.guard
+        fresh = set(self.ctrl) - self._ctrl_seen
+        if fresh:
+            self.new_ctrl[name] = fresh
+            self._ctrl_seen |= fresh
+        e = Event(id=len(self.ids), kind=kind, thread=self.index, instr=self.po, name=name, guard=guard,
+                  deps=frozenset(self.ids[d] for d in deps), **kw)
+        self.ids[name] = e.id
         self.po += 1
         self.events.append(e)
         return e
@@ -499,8 +512,8 @@ class _ThreadLowering:
             sem, scope = self._sem_scope(op, "weak")
             e = self._event(path, i, "R", f"ld_{op['loc']}", loc=loc, vloc=vloc, sem=sem, scope=scope,
                             label=_label(op))
-            regs[op["reg"]] = self._read_var(e.eid)
-            taint[op["reg"]] = frozenset({e.eid})
+            regs[op["reg"]] = self._read_var(e.name)
+            taint[op["reg"]] = frozenset({e.name})
         elif kind == "st":
             loc, vloc = self._loc(op)
             sem, scope = self._sem_scope(op, "weak")
@@ -519,8 +532,8 @@ class _ThreadLowering:
                             rmw_op=op["kind"], operand=v, compare=cmp_t,
                             returns_value=(kind == "rmw"), label=_label(op))
             if kind == "rmw":
-                regs[op["reg"]] = self._read_var(e.eid)
-                taint[op["reg"]] = frozenset({e.eid})
+                regs[op["reg"]] = self._read_var(e.name)
+                taint[op["reg"]] = frozenset({e.name})
         elif kind == "fence":
             sem = op["sem"]
             if sem in ("proxy.alias", "alias", "proxy"):
@@ -542,7 +555,7 @@ class _ThreadLowering:
             if op.get("quorum") is not None:
                 quorum, tq = self._value(path, op["quorum"], where + ".quorum")
             self._event(path, i, "BAR", f"bar{op['instance']}", deps=tb | tq, scope="cta",
-                        bar_instance=op["instance"], bar_id=bid, bar_quorum=quorum,
+                        bar=op["instance"], bar_id=bid, bar_quorum=quorum,
                         bar_arrive=(op.get("mode") == "arrive"), label=_label(op))
         elif kind == "mov":
             v, t = self._value(path, op["val"], where + ".val")
@@ -776,12 +789,11 @@ def parse_condition(text: str, *, ctx: _Ctx | None = None, threads: list[str],
 
 # ------------------------------------------------------------------ evaluation
 def evaluate(test: LitmusTest, model: str = "ptx", timeout_s: float | None = DEFAULT_TIMEOUT_S,
-             want_witness: bool = True) -> LitmusResult:
-    """Decide whether the test's outcome is reachable under ``model``."""
-    if model not in MEMORY_MODELS:
-        raise InputError(f"unknown memory model '{model}'", field="model", choices=sorted(MEMORY_MODELS))
+             want_witness: bool = True, causality: str = DEFAULT_CAUSALITY) -> LitmusResult:
+    """Decide whether the test's outcome is reachable under ``model`` (encoded with ``causality``)."""
+    check_model(model)
     res = exists(test.program, test.outcome, model=model, timeout_s=timeout_s,
-                 extra=test.register_terms() if want_witness else None)
+                 extra=test.register_terms() if want_witness else None, causality=causality)
     observed = {"sat": "allowed", "unsat": "forbidden"}.get(res.status, "unknown")
     witness = res.witness.format() if (res.witness is not None and want_witness) else None
     return LitmusResult(name=test.name, model=model, expected=test.expected, observed=observed,
@@ -790,9 +802,10 @@ def evaluate(test: LitmusTest, model: str = "ptx", timeout_s: float | None = DEF
 
 
 def run_file(path: str | Path, model: str = "ptx", timeout_s: float | None = DEFAULT_TIMEOUT_S,
-             bound: int = 1) -> list[LitmusResult]:
+             bound: int = 1, causality: str = DEFAULT_CAUSALITY) -> list[LitmusResult]:
     """Parse and evaluate every test of a JSONL file."""
-    return [evaluate(t, model=model, timeout_s=timeout_s) for t in load_jsonl(path, bound=bound)]
+    return [evaluate(t, model=model, timeout_s=timeout_s, causality=causality)
+            for t in load_jsonl(path, bound=bound)]
 
 
 def summary(results: list[LitmusResult]) -> dict[str, Any]:
