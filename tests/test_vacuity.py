@@ -70,3 +70,71 @@ def test_poll_on_a_flag_word_only_data_reaches_is_refused(collsim_cli, tmp_path)
     code, out, err = collsim_cli("verify", str(path))
     assert code == 2, out + err
     assert f"{path}:18:" in err and "flag word(s) of mixed" in err and "no rank writes" in err, err
+
+
+#: well formed (the polled flag word is written), but no execution ever writes the count it waits for
+UNREACHABLE_COUNT = '''
+    from collsim.ir import ITER, PEER, PEER_INDEX, NRANKS, RANK, AtLeast, PollUntil, Ref, Scope, Sem, Issuer
+    from protocols.barrier import Barrier
+
+
+    class UnreachableCount(Barrier):
+        """Barrier, plus an epilogue wait for an inbox epoch no rank ever stores."""
+
+        name = "unreachable-count"
+        algorithms = ("one-shot",)
+
+        def epilogue(self, b, launch):
+            super().epilogue(b, launch)
+            b.emit(PollUntil(Ref("inbox", RANK, region=(RANK + 1) % NRANKS), AtLeast(ITER + 12345), Sem.ACQUIRE,
+                             Scope.SYS, issuer=Issuer.LEADER, label="wait_unreachable"))
+'''
+
+
+def test_a_premise_no_execution_reaches_is_unknown_vacuous_never_holds(tmp_path):
+    from collsim.verify import verify
+
+    path = _write(tmp_path, "unreachable_count", UNREACHABLE_COUNT)
+    r = verify(str(path), ranks=2, dependencies=False, use_cache=False)
+    assert r.properties["hang"].violated and not r.ok
+    cex = r.properties["hang"].counterexample
+    assert "wait_unreachable" in cex.reason
+    others = {p: res for p, res in r.properties.items() if p != "hang"}
+    assert others and all(res.vacuous for res in others.values()), {p: res.status for p, res in others.items()}
+    assert all(res.reason.startswith("vacuous: no execution in which every thread finishes") for res in others.values())
+    assert not any(res.holds for res in r.properties.values())
+
+
+def test_review_reports_the_vacuous_premise_too(tmp_path):
+    from collsim.review import review
+
+    path = _write(tmp_path, "unreachable_count", UNREACHABLE_COUNT)
+    rev = review(str(path), against=["barrier"], ranks="2", sizes="1KiB", algorithm="one-shot", verify_ranks=2,
+                 compile=False, use_cache=False, out_dir=tmp_path / "rev")
+    assert rev.exit_code == 1
+    verdicts = [res for v in rev.verifications for res in v.result.properties.values()]
+    assert any(res.vacuous for res in verdicts) and not any(res.holds for res in verdicts)
+
+
+def test_no_holds_without_a_recorded_satisfiable_premise():
+    from collsim.verify.verifier import Bound, PropertyResult
+
+    bound = Bound(2, 2, 1, 1, "ptx", (), False)
+    with pytest.raises(ValueError, match="premise"):
+        PropertyResult("hang", "holds", bound, 0.0)
+    ok = PropertyResult("hang", "holds", bound, 0.0, premise="an execution in which every thread finishes")
+    assert PropertyResult.from_json(ok.to_json()).premise == ok.premise
+    with pytest.raises(ValueError, match="premise"):  # a stored verdict without its premise is refused as well
+        PropertyResult.from_json({**ok.to_json(), "premise": None})
+
+
+@pytest.mark.parametrize("name", ["simple", "ll", "sentinel", "mutant-ll-depth1"])
+def test_every_holding_property_records_its_premise(name):
+    from collsim.verify import verify
+
+    r = verify(name, ranks=2, use_cache=False)
+    results = list(r.properties.values()) + [res for d in r.dependencies for res in d.results.values()]
+    held = [res for res in results if res.holds]
+    assert held, name
+    for res in held:
+        assert res.premise and "every thread finishes" in res.premise, (name, res.property)
