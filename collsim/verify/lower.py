@@ -42,6 +42,7 @@ from typing import Any, Iterable, NamedTuple
 
 from collsim.algorithms import generate, transfer_bytes
 from collsim.ir.checks import check_protocol_program
+from collsim.ir.origin import shown_path
 from collsim.errors import UnsupportedError
 from collsim.ir.assumptions import get_assumption
 from collsim.ir.buffers import Buffer
@@ -56,10 +57,31 @@ from collsim.verify.granules import atomic_groups, kept_words
 from collsim.verify.events import AtomicGroup, Placement
 from collsim.verify.instance import Bounds, EventKind, InstrKind, Lin, VerifyEvent, VerifyInstance, VerifyInstr
 
-__all__ = ["lower_instance", "message_bytes", "DataPath", "data_path", "REALISTIC_LINES"]
+__all__ = ["lower_instance", "message_bytes", "DataPath", "data_path", "REALISTIC_LINES", "op_source"]
 
 #: lines per send of the realistic message :func:`data_path` inspects (a chunk of a few KiB)
 REALISTIC_LINES = 64
+
+
+def op_source(op: Any) -> str:
+    """Where protocol code emitted ``op``, as counterexamples name it: ``file:line`` of the innermost frame of
+    protocol code, and the first frame in another file after it (a mutant's hook calling its base protocol's
+    code, or a builder wrapper); ``""`` for an operation collsim's algorithm emitted.
+
+    >>> from collsim.ir.ops import SyncGroup
+    >>> from collsim.ir.origin import SourceLocation
+    >>> op_source(SyncGroup(origin=SourceLocation((("m.py", 3), ("m.py", 9), ("base.py", 40)))))
+    'm.py:3 (from base.py:40)'
+    """
+    origin = getattr(op, "origin", None)
+    if origin is None:
+        return ""
+    (file, line), rest = origin.frames[0], origin.frames[1:]
+    text = f"{shown_path(file)}:{line}"
+    other = next(((f, n) for f, n in rest if f != file), None)
+    if other is not None:
+        text += f" (from {shown_path(other[0])}:{other[1]})"
+    return text
 
 
 class DataPath(NamedTuple):
@@ -94,12 +116,12 @@ class DataPath(NamedTuple):
             return "data path of one line and one lane: 1 thread x 1 line covers it"
         what = []
         if self.lines > 1:
-            what.append(f"{self.lines} lines per operation at a {REALISTIC_LINES}-line send"
+            what.append(f"one operation covers up to {self.lines} lines of a {REALISTIC_LINES}-line send"
                         + (", split among the block's threads" if self.shared else ""))
         if self.lanes > 1:
-            what.append(f"{self.lanes} store lanes per line")
-        return ("default bound of 2 threads x 2 lines per chunk: the data path has " + " and ".join(what)
-                + " (--threads/--lines override)")
+            what.append(f"a line has {self.lanes} store lanes")
+        return ("default bound of 2 threads x 2 lines per chunk, since the data path is wider than one: "
+                + " and ".join(what) + " (--threads/--lines override)")
 
 
 def data_path(protocol: Protocol, algorithm: str) -> DataPath:
@@ -212,6 +234,7 @@ class _ElementLowering(OpVisitor):
         self.bar_count = [0] * bounds.ranks
         self.next_group = 0
         self.host_barriers: dict[int, int] = {}  # rank -> host barriers lowered so far
+        self.source = ""  # op_source of the operation being lowered
         self.signature: list[str] = []
         for buf in self.program.buffers:
             words, note = kept_words(buf.layout, bounds.max_lanes)
@@ -232,7 +255,8 @@ class _ElementLowering(OpVisitor):
 
     def new_instr(self, thread: int, kind: InstrKind, label: str, iteration: int,
                   predicate: Predicate | None = None) -> VerifyInstr:
-        instr = VerifyInstr(thread, len(self.threads[thread]), kind, [], label, iteration, predicate)
+        instr = VerifyInstr(thread, len(self.threads[thread]), kind, [], label, iteration, predicate,
+                            source=self.source)
         self.threads[thread].append(instr)
         return instr
 
@@ -587,6 +611,7 @@ class _ElementLowering(OpVisitor):
                 env = self.env(rank, iteration)
                 for flat in self.program.flatten(env):
                     self.signature.append(f"{rank}/{iteration}/{flat.name}:{flat.op!r}")
+                    self.source = op_source(flat.op)
                     self.visit(flat.op, _Site(flat.name, rank, iteration, regs, env))
         for instr in (i for thread in self.threads for i in thread):
             if instr.kind == InstrKind.POLL:

@@ -33,7 +33,7 @@ from collsim.ir.protocol import Protocol
 from collsim.ir.registry import list_mutants, list_protocols, load_protocol
 from collsim.verify import cache as _cache
 from collsim.verify.instance import Bounds, InstrKind, VerifyInstance
-from collsim.verify.lower import lower_instance
+from collsim.verify.lower import data_path, lower_instance
 from collsim.verify.reference import reference_run
 from collsim.verify.models import encode
 from collsim.verify.properties import (
@@ -535,13 +535,25 @@ def _bound(low: VerifyInstance, bounds: Bounds, model: str, assumptions: tuple[s
                  tuple(low.notes))
 
 
-def _bounds_for(proto: Protocol, ranks, iterations, lines, threads, max_lanes) -> Bounds:
+def _bounds_for(proto: Protocol, algorithm: str, ranks, iterations, lines, threads,
+                max_lanes) -> tuple[Bounds, str | None]:
+    """The bound to check: the options given, else the protocol's ``verify_bounds`` hints, else the defaults.
+
+    The default threads and lines come from the width of the data path (:func:`~collsim.verify.lower.data_path`):
+    2 threads x 2 lines where an operation moves more than one line or a line has more than one lane, so the
+    threads of a block take lines in turn and a flag published before another thread's data is seen. The note
+    (printed with the bound) says so when those defaults decide.
+    """
     hints = dict(getattr(proto, "verify_bounds", {}) or {})
-    return Bounds(ranks=ranks if ranks is not None else hints.get("ranks", 3),
-                  iterations=iterations if iterations is not None else hints.get("iterations", 2),
-                  lines=lines if lines is not None else hints.get("lines", 1),
-                  threads=threads if threads is not None else hints.get("threads", 1),
-                  max_lanes=max_lanes if max_lanes is not None else hints.get("max_lanes", 2))
+    path = data_path(proto, algorithm)
+    chosen_lines = lines if lines is not None else hints.get("lines", path.default_lines)
+    chosen_threads = threads if threads is not None else hints.get("threads", path.default_threads)
+    defaulted = (lines is None and "lines" not in hints) or (threads is None and "threads" not in hints)
+    bounds = Bounds(ranks=ranks if ranks is not None else hints.get("ranks", 3),
+                    iterations=iterations if iterations is not None else hints.get("iterations", 2),
+                    lines=chosen_lines, threads=chosen_threads,
+                    max_lanes=max_lanes if max_lanes is not None else hints.get("max_lanes", 2))
+    return bounds, (path.describe() if defaulted else None)
 
 
 @dataclass
@@ -576,9 +588,11 @@ def _plan(protocol: str | Protocol, algorithm: str | None, *, ranks: int | None 
     for a in active:
         get_assumption(a)
     props = list(PROPERTIES) if properties is None else [normalize_property(p) for p in properties]
-    bounds = _bounds_for(proto, ranks, iterations, lines, threads, max_lanes)
+    bounds, bound_note = _bounds_for(proto, algorithm, ranks, iterations, lines, threads, max_lanes)
     expected = normalize_property(proto.expected_violation) if proto.expected_violation else None
     low = lower_instance(proto, algorithm, bounds, active, recheck=dependencies)
+    if bound_note:
+        low.notes.insert(0, bound_note)
     key = _cache.cache_key({
         "protocol": list(proto.key), "algorithm": algorithm, "program": low.flat_signature, "bounds": repr(bounds),
         "model": model, "assumptions": list(active), "data_domain": repr(proto.data_domain), "properties": props,
