@@ -31,7 +31,7 @@ def _ir_counts(program, env) -> Counter:
 
 @pytest.mark.parametrize("name,algorithm", PROGRAMS)
 def test_simulator_and_verifier_unroll_what_the_ir_says(name, algorithm):
-    from collsim.sim.lower import KIND_NAMES, Lowered
+    from collsim.sim.lower import KIND_NAMES, SimProgram
     from collsim.verify.lower import Bounds, lower
 
     protocol = load_protocol(name)
@@ -40,7 +40,7 @@ def test_simulator_and_verifier_unroll_what_the_ir_says(name, algorithm):
     env = {"RANK": 0, "NRANKS": 3, "ITER": 0, "MSG": verifier.msg}
 
     ir = _ir_counts(program, env)
-    sim = Counter(SIM_KIND[KIND_NAMES[op.kind]] for op in Lowered(program).flat(env)
+    sim = Counter(SIM_KIND[KIND_NAMES[op.kind]] for op in SimProgram(program).flat(env)
                   if KIND_NAMES[op.kind] in SIM_KIND)
     rank0 = {t for t, (rank, _cta, _gpu) in enumerate(verifier.placement) if rank == 0}
     ver = Counter(i.kind for i in verifier.instrs if i.thread in rank0 and i.iteration == 0 and i.kind != "bar")

@@ -294,14 +294,14 @@ def test_a_poll_no_write_satisfies_is_reported_as_a_hang():
     from collsim.ir import Buffer, Equals, KernelBoundary, PollUntil, ProgramBuilder, Ref, Scope, Sem, counter_layout
     from collsim.ir.expr import RANK
     from collsim.ir.program import Program
-    from collsim.sim.lower import lower
+    from collsim.sim.lower import lower_for_sim
     from collsim.sim.simulation import Simulation, buffer_inits
 
     b = ProgramBuilder()
     b.emit(PollUntil(Ref("flags", RANK), Equals(1), Sem.ACQUIRE, Scope.SYS))
     b.emit(KernelBoundary())
     program = Program("stuck", "one-shot", b.ops, (Buffer("flags", counter_layout(), 1, 1, 1),))
-    lowered = lower(program)
+    lowered = lower_for_sim(program)
     items = [lowered.bind({"RANK": r, "NRANKS": 2, "ITER": 0, "MSG": 8}) for r in range(2)]
     sim = Simulation(load_topology("hgx-h100"), 2, items, buffer_inits(program), load_costs("hopper"), 1, 1.0, 0.0)
     with pytest.raises(CollsimError, match="hangs"):

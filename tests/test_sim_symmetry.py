@@ -175,12 +175,12 @@ def test_simultaneous_writes_that_do_not_commute_abandon_the_fold():
     counter = Location(("arrivals", 0, 0, 0), 0)
     counter.add(Write(0, 1, 2.0, "add", 1, None))
     counter.add(Write(0, 1, 2.0, "add", 1, None))
-    symmetry._check_commute(counter, 2.0)
+    symmetry.check_commute(counter, 2.0)
     counter.add(Write(1, 2, 2.0, "set", 0, None))  # other lines: no conflict
-    symmetry._check_commute(counter, 2.0)
+    symmetry.check_commute(counter, 2.0)
     counter.add(Write(0, 1, 2.0, "set", 0, None))
     with pytest.raises(symmetry.SimultaneousWrites):
-        symmetry._check_commute(counter, 2.0)
+        symmetry.check_commute(counter, 2.0)
 
 
 COST_RANGES = {"cta_store_gbps": (5.0, 500.0), "cta_load_gbps": (5.0, 500.0), "poll_period_us": (0.01, 1.0),
@@ -249,13 +249,13 @@ def test_a_loop_whose_length_depends_on_the_rank_is_not_folded():
     from collsim.ir import Buffer, KernelBoundary, ProgramBuilder, Ref, Scope, Sem, Store, counter_layout
     from collsim.ir.expr import RANK
     from collsim.ir.program import Program
-    from collsim.sim.lower import lower
+    from collsim.sim.lower import lower_for_sim
 
     b = ProgramBuilder()
     with b.loop("k", RANK + 1):
         b.emit(Store(Ref("flags", RANK), None, Sem.RELEASE, Scope.SYS, flag=1, label="mark"))
     b.emit(KernelBoundary())
-    lowered = lower(Program("uneven", "one-shot", b.ops, (Buffer("flags", counter_layout(), 1, 1, 1),)))
+    lowered = lower_for_sim(Program("uneven", "one-shot", b.ops, (Buffer("flags", counter_layout(), 1, 1, 1),)))
     assert lowered.rank_shaped
     items = [lowered.bind({"RANK": r, "NRANKS": 2, "ITER": 0, "MSG": 8}) for r in range(2)]
     topo = load_topology("hgx-h100")
@@ -268,7 +268,7 @@ def test_a_loop_whose_length_depends_on_the_rank_is_not_folded():
     with b.loop("j", 2 - RANK):
         b.emit(Store(Ref("flags", RANK), None, Sem.RELEASE, Scope.SYS, flag=2, label="again"))
     b.emit(KernelBoundary())
-    lowered = lower(Program("split", "one-shot", b.ops, (Buffer("flags", counter_layout(), 1, 1, 1),)))
+    lowered = lower_for_sim(Program("split", "one-shot", b.ops, (Buffer("flags", counter_layout(), 1, 1, 1),)))
     items = [lowered.bind({"RANK": r, "NRANKS": 2, "ITER": 0, "MSG": 8}) for r in range(2)]
     reason = symmetry.fold_or_reason(items, lowered, symmetry.rotation_of(topo, 2, _facts(topo)), _facts(topo))
     assert reason == "rank 1's loops differ in shape from rank 0's"

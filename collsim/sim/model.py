@@ -8,11 +8,8 @@ is the registered model function and returns a
 from __future__ import annotations
 
 import gc
-import weakref
-from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import Any
 
 from collsim.algorithms import generate
@@ -22,11 +19,11 @@ from collsim.models import SimRequest, SimResult
 from collsim.sim.channels import default_channels
 from collsim.sim.costs import GENERATIONS, Costs, load_costs
 from collsim.sim.links import SharedPipeSaturated
-from collsim.sim.lower import Lowered, lower
-from collsim.sim.memo import PerTopology
+from collsim.sim.lower import SimProgram, lower_for_sim
+from collsim.sim.memo import LruCache, PerTopology
 from collsim.sim.simulation import Outcome, Simulation, _route_facts, _route_table, buffer_inits
 from collsim.sim.symmetry import Fold, Rotation, SimultaneousWrites, fold_or_reason, rotation_or_reason
-from collsim.sim.trace import Step, breakdown_of, critical_path
+from collsim.sim.trace import PathStep, breakdown_of, critical_path
 
 __all__ = ["DesRun", "run_des", "des_model", "program_for", "generation_of", "symmetry_of"]
 
@@ -43,7 +40,7 @@ class DesRun:
     costs: Costs
     channels: int
     outcome: Outcome
-    steps: list[Step]
+    steps: list[PathStep]
     breakdown: dict[str, float]
     notes: list[str]
     #: how the launch was simulated: rank 0 alone for all ranks, or every rank and why (see collsim.sim.symmetry)
@@ -59,20 +56,20 @@ def _protocol_key(protocol: Any) -> tuple:
     return (type(protocol), tuple(sorted((k, repr(v)) for k, v in params.items())))
 
 
-_PROGRAMS: dict[tuple, tuple[Program, Lowered]] = {}
+#: (protocol key, algorithm) -> (program, its lowering)
+_PROGRAMS = LruCache(256)
 
 
-def program_for(protocol: Any, algorithm: str) -> tuple[Program, Lowered]:
+def program_for(protocol: Any, algorithm: str) -> tuple[Program, SimProgram]:
     """The generated program and its lowered form, cached per protocol class, parameters and algorithm."""
-    key = (_protocol_key(protocol), algorithm)
-    found = _PROGRAMS.get(key)
-    if found is None:
+    def build() -> tuple[Program, SimProgram]:
         program = generate(protocol, algorithm)
-        found = _PROGRAMS[key] = (program, lower(program))
-    return found
+        return program, lower_for_sim(program)
+
+    return _PROGRAMS.get((_protocol_key(protocol), algorithm), build)
 
 
-def per_cta_rate(lowered: Lowered, costs: Costs) -> float:
+def per_cta_rate(lowered: SimProgram, costs: Costs) -> float:
     """The per-CTA bandwidth of the slowest op kind that moves the program's data (all-thread loads, stores
     and atomics): what decides how many CTAs saturate the links."""
     c = costs.nvlink
@@ -100,9 +97,12 @@ def _generations(topology: Any, ranks: int) -> frozenset:
                             lambda: frozenset(str(topology.generation(r)).lower() for r in range(ranks)))
 
 
-@lru_cache(maxsize=256)
+#: (generation, frozen overrides) -> the resolved cost set
+_COSTS = LruCache(256)
+
+
 def _cached_costs(generation: str, overrides: tuple) -> Costs:
-    return load_costs(generation, dict(overrides))
+    return _COSTS.get((generation, overrides), lambda: load_costs(generation, dict(overrides)))
 
 
 def _freeze(costs: Any) -> tuple:
@@ -165,7 +165,7 @@ def run_des(request: SimRequest, symmetric: bool = False) -> DesRun:
         return _run_des(request, symmetric)
 
 
-def _fold(request: SimRequest, costs: Costs, lowered: Lowered, items: list[list[Any]]) -> Fold | str:
+def _fold(request: SimRequest, costs: Costs, lowered: SimProgram, items: list[list[Any]]) -> Fold | str:
     """The rank-symmetry fold of this launch, or why it cannot be simulated as one rank."""
     c = costs.nvlink
     if request.timeline:
@@ -244,9 +244,8 @@ def _timeline(run: DesRun) -> list[dict[str, Any]]:
     return events
 
 
-#: topology -> {kernel key: (launch mode, breakdown, events, notes, channels)} of kernels simulated for one
-#: launch mode and not yet asked for in the other
-_KERNELS: "weakref.WeakKeyDictionary[Any, OrderedDict]" = weakref.WeakKeyDictionary()
+#: topology -> its simulated kernels, {kernel key: (breakdown, events, notes, channels)}
+_KERNELS = PerTopology()
 #: Kernels kept per topology: a scenario lists every size of a configuration for one launch mode, then
 #: for the other, so the same kernel comes back a few dozen rows later.
 KERNELS_KEPT = 256
@@ -258,29 +257,15 @@ def _kernel_key(request: SimRequest) -> tuple:
             request.channels, _freeze(request.costs))
 
 
-def _kernel(request: SimRequest) -> tuple[dict[str, float], int, list[str], int]:
-    """``(breakdown, events, notes, channels)`` of the kernel alone (a graph launch).
+def _kernel(request: SimRequest) -> tuple[dict[str, float], int, tuple[str, ...], int]:
+    """``(breakdown, events, notes, channels)`` of the kernel alone (a graph launch), simulated once per
+    kernel key and topology while it stays among the :data:`KERNELS_KEPT` most recent."""
+    def simulate() -> tuple[dict[str, float], int, tuple[str, ...], int]:
+        run = run_des(replace(request, launch="graph"), symmetric=True)
+        return run.breakdown, run.outcome.events, tuple(run.notes), run.channels
 
-    A kernel simulated for one launch mode is handed once to the first request for the other mode;
-    a request for the same mode again simulates again (so repeated requests, as in a benchmark, cost
-    what a simulation costs).
-    """
-    try:
-        table = _KERNELS[request.topology]
-    except KeyError:
-        table = _KERNELS[request.topology] = OrderedDict()
-    key = _kernel_key(request)
-    found = table.get(key)
-    if found is not None and found[0] != request.launch:
-        del table[key]
-        return found[1:]
-    run = run_des(replace(request, launch="graph"), symmetric=True)
-    found = table[key] = (request.launch, run.breakdown, run.outcome.events, run.notes, run.channels)
-    table.move_to_end(key)
-    del run
-    if len(table) > KERNELS_KEPT:
-        table.popitem(last=False)
-    return found[1:]
+    kernels = _KERNELS.get(request.topology, "kernels", lambda: LruCache(KERNELS_KEPT))
+    return kernels.get(_kernel_key(request), simulate)
 
 
 def des_model(request: SimRequest) -> SimResult:

@@ -56,16 +56,15 @@ Every op also costs ``op_overhead_us`` of instruction issue.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from collsim.ir.ops import OP_TYPES
 from collsim.ir.types import FenceKind, RmwOp, Scope
+from collsim.ir.visit import OpVisitor, method_name
 from collsim.sim.links import Transfer, place, reserve
-from collsim.sim.lower import ATOMIC, FENCE, KERNEL_END, LOAD, POLL, REDUCE, STORE, SYNC, WRITE, Block
+from collsim.sim.lower import ATOMIC, FENCE, KERNEL_END, LOAD, REDUCE, STORE, SYNC, Block, SimKind
 from collsim.sim.memory import DATA, SENTINEL, Write
-from collsim.sim.trace import Node
-
-if TYPE_CHECKING:  # pragma: no cover
-    from collsim.sim.simulation import Simulation
+from collsim.sim.trace import PathNode
 
 __all__ = ["Rank", "Thread"]
 
@@ -84,7 +83,7 @@ class Thread:
 
     __slots__ = ("t", "node", "issued", "issued_by", "acked", "acked_by", "loaded", "loaded_by", "pending")
 
-    def __init__(self, t: float, node: Node) -> None:
+    def __init__(self, t: float, node: PathNode) -> None:
         self.t = t
         self.node = node
         self.issued = self.acked = self.loaded = 0.0
@@ -165,10 +164,20 @@ class _PollWatch:
             self.poke(found)
 
 
-class Rank:
-    """The state and process of one rank (see the module docstring for the costs)."""
+class Rank(OpVisitor):
+    """The state and process of one rank (see the module docstring for the costs).
 
-    def __init__(self, sim: "Simulation", rank: int, items: list[Any]) -> None:
+    The rank is the simulator's walk over the op set: one ``visit_<op>(thread, op)`` rule per operation
+    class (an :class:`~collsim.ir.visit.OpVisitor`), called through a table indexed by the bound op's
+    :class:`~collsim.sim.lower.SimKind`. A rule does its work at once and returns None, or returns a
+    generator when it must first wait in simulated time (the walk runs it).
+
+    ``sim`` is the :class:`~collsim.sim.simulation.Simulation` the rank belongs to.
+    """
+
+    consumer = "the simulator"
+
+    def __init__(self, sim: Any, rank: int, items: list[Any]) -> None:
         self.sim = sim
         self.rank = rank
         self.items = items
@@ -177,13 +186,15 @@ class Rank:
         self.reg_pending: dict[str, Any] = {}
         self.st_engine, self.ld_engine, self.hbm = sim.rank_pipes(rank)
         self.end = 0.0
-        self.final: Node | None = None
+        self.final: PathNode | None = None
         self._preplaced: list[float] | None = None
         self._pairs: dict[int, tuple[Any, Any]] = {}
         self._polls: dict[int, tuple] = {}
         self._out: dict[int, tuple] = {}
         self.record = sim.record
         self.memory = sim.memory
+        #: kind -> this rank's rule for it (the visitor's dispatch, as a list for the hot path)
+        self._rules = [getattr(self, method_name(OP_TYPES[kind])) for kind in SimKind]
 
     # ------------------------------------------------------------------ helpers
 
@@ -197,7 +208,7 @@ class Rank:
             end = th.t
         if end <= start + EPS and cause is None:
             return
-        node = Node(self.rank, start, end, kind, label, prev, cause, cause_at, what)
+        node = PathNode(self.rank, start, end, kind, label, prev, cause, cause_at, what)
         th.node = node
         th.t = end
         if self.record:
@@ -227,7 +238,7 @@ class Rank:
 
     # ------------------------------------------------------------------ the process
 
-    def process(self, start: float, launch_node: Node):
+    def process(self, start: float, launch_node: PathNode):
         """The SimPy process: run every item, then note when this rank finished."""
         th = Thread(start, launch_node)
         yield from self._walk(th, self.items)
@@ -238,68 +249,24 @@ class Rank:
         """Run ``items`` on thread ``th``: one loop over an explicit stack of (items left, thread) frames
         rather than a generator per loop iteration, so resuming a rank after a wait does not pass through
         a chain of nested generators."""
-        sim = self.sim
-        env = sim.env
-        fine = sim.fine
-        me = self.rank
+        fine = self.sim.fine
+        rules = self._rules
         frames: list[tuple[Any, Any]] = []  # (iterator, thread), or (None, (thread, lanes, label)) to join
         it = iter(items)
         while True:
             descended = False
             for op in it:
                 if op.__class__ is Block:
-                    iterations = op.iterations
                     frames.append((it, th))
-                    if op.lanes and iterations:
-                        lanes = [th.fork() for _ in iterations]
-                        skip = 0
-                        if not fine and self._batchable(iterations, th.t):
-                            if th.t > env.now + EPS:
-                                sim.events += 1
-                                yield env.timeout(th.t - env.now)
-                            self._issue_batch(lanes, [iteration[0] for iteration in iterations])
-                            skip = 1
-                        frames.append((None, (th, lanes, op.label)))
-                        for k in range(len(lanes) - 1, -1, -1):
-                            frames.append((iter(iterations[k][skip:] if skip else iterations[k]), lanes[k]))
-                    else:
-                        for k in range(len(iterations) - 1, -1, -1):
-                            frames.append((iter(iterations[k]), th))
+                    frames.extend((yield from self.visit_loop(th, op)))
                     it, th = frames.pop()
                     descended = True
                     break
-                kind = op.kind
                 if fine:
                     yield from self._settle(th, op)
-                if kind == POLL:
-                    plan = self._poll_plan(th, op)
-                    lo = op.ref[4]
-                    found = plan[0].satisfied_at(lo, lo + op.ref[5], op.pred, plan[2])
-                    # Decided when it already holds at the first sample, or by writes that are all visible now.
-                    if found is None or (found[0] > env.now + EPS and found[0] > plan[2] + EPS):
-                        found = yield from self._wait_poll(op, plan, found)
-                    self._poll_done(th, op, self._completion(plan, found[0]), found[1], plan[1])
-                elif kind == STORE or kind == LOAD or kind == ATOMIC:
-                    # Catch up before reserving links other ranks share (flags are too small to matter).
-                    if not op.leader and op.ref[1] != me and th.t > env.now + EPS:
-                        sim.events += 1
-                        yield env.timeout(th.t - env.now)
-                    if kind == STORE:
-                        self._store(th, op)
-                    elif kind == LOAD:
-                        self._load(th, op)
-                    else:
-                        self._atomic(th, op)
-                elif kind == SYNC:
-                    self._sync_group(th, op)
-                elif kind == FENCE:
-                    self._fence(th, op, op.scope, op.sem, "fence")
-                elif kind == REDUCE:
-                    self._reduce(th, op)
-                elif kind == WRITE:
-                    self._write_output(th, op)
-                elif kind == KERNEL_END:
-                    self._kernel_end(th, op)
+                wait = rules[op.kind](th, op)
+                if wait is not None:
+                    yield from wait
             if descended:
                 continue
             while frames:  # this list of items is done: join lanes that all finished, resume the parent
@@ -309,6 +276,77 @@ class Rank:
                 self._join(*th)
             else:
                 return
+
+    # ------------------------------------------------------------------ the rules, one per operation class
+
+    def visit_loop(self, th: Thread, block: Block):
+        """A loop instance (a :class:`~collsim.sim.lower.Block`): the frames that run its iterations, as
+        lanes forked from ``th`` (their first transfers issued together when they can be) or in order on
+        ``th``. A generator: it catches up with the simulation clock before a batch."""
+        iterations = block.iterations
+        if not (block.lanes and iterations):
+            return [(iter(iterations[k]), th) for k in range(len(iterations) - 1, -1, -1)]
+        lanes = [th.fork() for _ in iterations]
+        skip = 0
+        sim = self.sim
+        if not sim.fine and self._batchable(iterations, th.t):
+            env = sim.env
+            if th.t > env.now + EPS:
+                sim.events += 1
+                yield env.timeout(th.t - env.now)
+            self._issue_batch(lanes, [iteration[0] for iteration in iterations])
+            skip = 1
+        frames: list[tuple[Any, Any]] = [(None, (th, lanes, block.label))]
+        for k in range(len(lanes) - 1, -1, -1):
+            frames.append((iter(iterations[k][skip:] if skip else iterations[k]), lanes[k]))
+        return frames
+
+    def visit_poll_until(self, th: Thread, op: Any):
+        plan = self._poll_plan(th, op)
+        lo = op.ref[4]
+        found = plan[0].satisfied_at(lo, lo + op.ref[5], op.pred, plan[2])
+        # Decided when it already holds at the first sample, or by writes that are all visible now.
+        if found is None or (found[0] > self.sim.env.now + EPS and found[0] > plan[2] + EPS):
+            return self._poll_after_wait(th, op, plan, found)
+        self._poll_done(th, op, self._completion(plan, found[0]), found[1], plan[1])
+        return None
+
+    def _poll_after_wait(self, th: Thread, op: Any, plan: tuple, found: Any):
+        found = yield from self._wait_poll(op, plan, found)
+        self._poll_done(th, op, self._completion(plan, found[0]), found[1], plan[1])
+
+    # A store, load or atomic that moves data on links other ranks share while its thread is ahead of the
+    # simulation clock first catches up (flags are too small to matter).
+
+    def visit_store(self, th: Thread, op: Any):
+        if not op.leader and op.ref[1] != self.rank and th.t > self.sim.env.now + EPS:
+            return self._caught_up(th, op, self._store)
+        self._store(th, op)
+        return None
+
+    def visit_load(self, th: Thread, op: Any):
+        if not op.leader and op.ref[1] != self.rank and th.t > self.sim.env.now + EPS:
+            return self._caught_up(th, op, self._load)
+        self._load(th, op)
+        return None
+
+    def visit_atomic(self, th: Thread, op: Any):
+        if not op.leader and op.ref[1] != self.rank and th.t > self.sim.env.now + EPS:
+            return self._caught_up(th, op, self._atomic)
+        self._atomic(th, op)
+        return None
+
+    def _caught_up(self, th: Thread, op: Any, issue: Any):
+        """Catch up with ``th``'s clock before reserving shared links, then issue ``op``."""
+        sim = self.sim
+        sim.events += 1
+        yield sim.env.timeout(th.t - sim.env.now)
+        issue(th, op)
+
+    def visit_fence(self, th: Thread, op: Any) -> None:
+        self._fence(th, op, op.scope, op.sem, "fence")
+
+    # visit_reduce, visit_write_output, visit_sync_group and visit_kernel_boundary: below, with the local work.
 
     def _join(self, th: Thread, lanes: list[Thread], label: str) -> None:
         slowest = lanes[0]
@@ -504,11 +542,11 @@ class Rank:
             pair = self._pairs[owner] = (self.sim.route(self.rank, owner), self.sim.route(owner, self.rank))
         return pair
 
-    def _issue_node(self, th: Thread, op: Any, payload: bool) -> Node:
+    def _issue_node(self, th: Thread, op: Any, payload: bool) -> PathNode:
         """The node a transfer hangs from: the issuing thread's state at its clock now."""
         node = th.node
         if node.end < th.t - EPS:  # put the op's issue overhead on a node so the chain stays contiguous
-            node = th.node = Node(self.rank, node.end, th.t, "data" if payload else "sync", op, node, None, 0.0,
+            node = th.node = PathNode(self.rank, node.end, th.t, "data" if payload else "sync", op, node, None, 0.0,
                                   "issues")
             if self.record:
                 self.sim.nodes.append(node)
@@ -652,7 +690,7 @@ class Rank:
 
     # ------------------------------------------------------------------ local work and synchronization
 
-    def _reduce(self, th: Thread, op: Any) -> None:
+    def visit_reduce(self, th: Thread, op: Any) -> None:
         hbm_bytes = 0
         for src in op.srcs:
             if src[0] == "reg":
@@ -665,7 +703,7 @@ class Rank:
         self._advance(th, reserve((self.hbm,), hbm_bytes, t) if hbm_bytes else t, "reduce", op, "reduce")
         self.regs[op.into] = (th.t, th.node)
 
-    def _write_output(self, th: Thread, op: Any) -> None:
+    def visit_write_output(self, th: Thread, op: Any) -> None:
         src = op.src
         hbm_bytes = op.nbytes
         if src[0] == "reg":
@@ -675,7 +713,7 @@ class Rank:
         t = th.t + self.c.op_overhead_us
         self._advance(th, reserve((self.hbm,), hbm_bytes, t), "reduce", op, "copies to output")
 
-    def _sync_group(self, th: Thread, op: Any) -> None:
+    def visit_sync_group(self, th: Thread, op: Any) -> None:
         wait, by = th.issued, th.issued_by
         if th.loaded > wait:
             wait, by = th.loaded, th.loaded_by
@@ -683,7 +721,7 @@ class Rank:
             self._advance(th, wait, "sync", op, "waits for the group's issued work", by, wait)
         self._advance(th, th.t + self.c.sync_group_us, "sync", op, "syncs the thread group")
 
-    def _kernel_end(self, th: Thread, op: Any) -> None:
+    def visit_kernel_boundary(self, th: Thread, op: Any) -> None:
         wait, by = th.acked, th.acked_by
         for t, b in ((th.loaded, th.loaded_by), (th.issued, th.issued_by)):
             if t > wait:

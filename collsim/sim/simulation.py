@@ -23,13 +23,14 @@ from typing import Any, Callable, NamedTuple
 
 import simpy
 
+from collsim.errors import CollsimError, InputError
 from collsim.sim.costs import Costs
 from collsim.sim.links import Pipe, Transfer, WatchedPipe, reserve
 from collsim.sim.memo import PerTopology
 from collsim.sim.memory import SENTINEL, Memory
+from collsim.sim.folded import FoldedRank
 from collsim.sim.rank import Rank
-from collsim.sim.symmetry import FoldedRank
-from collsim.sim.trace import Node
+from collsim.sim.trace import PathNode
 
 __all__ = ["RouteInfo", "Simulation", "Outcome"]
 
@@ -68,9 +69,9 @@ class Outcome:
     """What a simulation produced: per-rank end times and final nodes, the events processed, the records."""
 
     ends: list[float]
-    finals: list[Node]
+    finals: list[PathNode]
     events: int
-    nodes: list[Node] = field(default_factory=list)
+    nodes: list[PathNode] = field(default_factory=list)
     transfers: list[Transfer] = field(default_factory=list)
 
     @property
@@ -88,7 +89,7 @@ class Simulation:
     ranks : int
         GPUs ``0 .. ranks-1`` take part.
     programs : list
-        Each rank's bound item tree (:meth:`collsim.sim.lower.Lowered.bind`).
+        Each rank's bound item tree (:meth:`collsim.sim.lower.SimProgram.bind`).
     inits : dict
         Buffer name -> initial polled-word value (0 or :data:`SENTINEL`).
     costs : Costs
@@ -114,7 +115,7 @@ class Simulation:
         self.fine = costs.nvlink.transfer_pieces > 1 or costs.pcie.transfer_pieces > 1
         self.memory = Memory(inits)
         self.events = 0
-        self.nodes: list[Node] = []
+        self.nodes: list[PathNode] = []
         self.transfers: list[Transfer] = []
         self._links: dict[tuple, Pipe] = {}
         self._routes: dict[tuple[int, int], RouteInfo] = {}
@@ -139,8 +140,6 @@ class Simulation:
         c = self.costs.nvlink
         hbm = float(info.get("hbm_gbps") or 0.0)
         if hbm <= 0:
-            from collsim.errors import InputError
-
             raise InputError(f"GPU {rank} of topology {self.topology.name!r} has no HBM bandwidth", field="topology")
         return (Pipe(f"rank{rank}.store_engine", self.channels * c.cta_store_gbps),
                 Pipe(f"rank{rank}.load_engine", self.channels * c.cta_load_gbps),
@@ -188,7 +187,7 @@ class Simulation:
         skew = self.costs.nvlink.start_skew_us
         for rank in self.ranks:
             start = self.start_us + (skew * rank.rank / (n - 1) if n > 1 else 0.0)
-            launch = Node(rank.rank, 0.0, start, "launch", "kernel_start", None,
+            launch = PathNode(rank.rank, 0.0, start, "launch", "kernel_start", None,
                           what="launch overhead and kernel start" if self.launch_us else "kernel start")
             if self.record:
                 self.nodes.append(launch)
@@ -197,8 +196,6 @@ class Simulation:
         self.env.run()
         stuck = [r.rank for r in self.ranks if r.final is None]
         if stuck:
-            from collsim.errors import CollsimError
-
             waiting = [key for key, loc in self.memory.locations.items() if loc.waiters]
             raise CollsimError(
                 f"the simulated launch hangs: ranks {stuck} never reach the kernel end; polls still waiting on "
