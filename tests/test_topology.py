@@ -23,6 +23,21 @@ def test_list_presets_is_sorted_and_complete():
     assert list_presets() == PRESETS
 
 
+def test_a_preset_is_built_once_per_process_and_files_are_not_shared(tmp_path):
+    """A preset name resolves to one topology, so what the simulator derives from it is computed once; a
+    file of the same content is its own topology (its text could change between loads)."""
+    from collsim.topology.catalog import data_dir
+
+    assert load_topology("gb200-nvl72") is load_topology("gb200-nvl72")
+    assert load_topology("hgx-h100") is not load_topology("hgx-h200")
+    copy = tmp_path / "mine.yaml"
+    copy.write_text((data_dir() / "hgx-h100.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    assert load_topology(str(copy)) is not load_topology(str(copy))
+    names = list_presets()
+    names.append("not-a-preset")
+    assert list_presets() == PRESETS
+
+
 @pytest.mark.parametrize(
     "name, gpus, model, generation, sm",
     [
