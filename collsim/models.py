@@ -47,9 +47,12 @@ __all__ = [
 #: Keys of :attr:`SimResult.breakdown`, in display order.
 BREAKDOWN_KEYS: tuple[str, ...] = ("launch", "sync", "data", "reduce")
 
-#: ``eager``: every collective is a kernel launch and pays its overhead;
-#: ``graph``: CUDA-graph steady state, launch overhead hidden.
-LAUNCH_MODES: tuple[str, ...] = ("eager", "graph")
+#: How a collective is launched and timed (the measurement harness): ``graph``: CUDA-graph steady state;
+#: ``eager``: back-to-back launches on a stream (nccl-tests without -G), each overlapping the running kernel;
+#: ``host-loop``: back-to-back calls timed on the host (launches overlap the same way); ``events``: one call
+#: between two CUDA events with its launch hidden (kraken-style benchmarks). The des model says what each
+#: adds to the kernel (collsim.sim.model.harness_us).
+LAUNCH_MODES: tuple[str, ...] = ("eager", "graph", "host-loop", "events")
 
 #: Element size in bytes of every dtype collsim knows (nccl-tests' names).
 DTYPES: dict[str, int] = {

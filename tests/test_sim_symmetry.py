@@ -183,7 +183,7 @@ def test_simultaneous_writes_that_do_not_commute_abandon_the_fold():
         symmetry.check_commute(counter, 2.0)
 
 
-COST_RANGES = {"cta_store_gbps": (5.0, 500.0), "cta_load_gbps": (5.0, 500.0), "poll_period_us": (0.01, 1.0),
+COST_RANGES = {"cta_store_gbps": (5.0, 500.0), "cta_bytes_in_flight": (4096.0, 262144.0), "poll_period_us": (0.01, 1.0),
                "remote_write_us": (0.1, 2.0), "op_overhead_us": (0.0, 0.2), "hbm_efficiency": (0.3, 1.0),
                "fence_sys_us": (0.1, 3.0), "sync_group_us": (0.0, 0.5)}
 

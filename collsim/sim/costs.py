@@ -15,6 +15,8 @@ lists the valid ones (:func:`parameter_names`).
 2.0
 >>> "pcie.fence_sys_us" in parameter_names()
 True
+>>> round(load_costs("hopper").nvlink.fence_gpu_us, 3)   # 285 cycles at 1.98 GHz
+0.144
 """
 from __future__ import annotations
 
@@ -39,21 +41,25 @@ GENERATIONS: tuple[str, ...] = ("volta", "ampere", "hopper", "blackwell")
 class CostSet:
     """The value of every cost parameter the simulator charges, for one kind of route (NVLink or PCIe).
 
-    Units are in the names: ``_us`` microseconds, ``_gbps`` GB/s (10^9 B/s) per direction; the others
-    are counts or fractions. What each one is, and where its value comes from, is in the cost files.
+    Units are in the names: ``_us`` microseconds, ``_gbps`` GB/s (10^9 B/s) per direction, ``_ghz``; the
+    others are counts, bytes or fractions. What each one is, and where its value comes from, is in the
+    cost files.
     """
 
-    launch_overhead_us: float
-    kernel_start_us: float
-    kernel_end_us: float
-    start_skew_us: float
+    # clocks and instruction costs
+    sm_clock_ghz: float
     op_overhead_us: float
+    peer_issue_us: float
     sync_group_us: float
+    # what one CTA (channel) moves and computes
     cta_store_gbps: float
-    cta_load_gbps: float
+    cta_bytes_in_flight: float
+    cta_local_load_gbps: float
+    fp32_lanes_per_sm: int
     max_channels: int
     min_bytes_per_channel: int
     hbm_efficiency: float
+    # the memory system
     remote_write_us: float
     remote_read_us: float
     poll_period_us: float
@@ -61,8 +67,18 @@ class CostSet:
     fence_sys_us: float
     fence_gpu_us: float
     fence_sc_extra_us: float
+    # atomics
     atomic_wire_factor: float
     atomic_remote_us: float
+    l2_atomic_gops: float
+    # launch and measurement harness
+    launch_overhead_us: float
+    kernel_start_us: float
+    kernel_end_us: float
+    stream_gap_us: float
+    event_pair_us: float
+    harness_cold_us: float
+    start_skew_us: float
     transfer_pieces: int
 
 
@@ -112,14 +128,23 @@ def _number(name: str, value: Any, field_name: str, file: str | None = None) -> 
     return float(value)
 
 
-def _entry(path: str, section: str, name: str, entry: Any) -> Parameter:
+def _entry(path: str, section: str, name: str, entry: Any, clock_ghz: float | None) -> Parameter:
+    """One file entry: ``value`` (in the unit of its name) or, for a ``_us`` parameter, ``cycles`` at the
+    generation's ``sm_clock_ghz``; a ``source``; for a calibrated value, its ``bounds``."""
     where = f"{section}.{name}"
     if name not in _NAMES:
         raise InputError(f"{name} is no cost parameter of the simulator", file=path, field=where,
                          choices=list(_NAMES))
-    if not isinstance(entry, Mapping) or "value" not in entry or not entry.get("source"):
-        raise InputError(f"parameter {name} needs a value and a source", file=path, field=where)
-    value = _number(name, entry["value"], where, path)
+    if not isinstance(entry, Mapping) or ("value" in entry) == ("cycles" in entry) or not entry.get("source"):
+        raise InputError(f"parameter {name} needs a value (or, in microseconds, cycles) and a source", file=path,
+                         field=where)
+    if "cycles" in entry:
+        if not name.endswith("_us") or clock_ghz is None:
+            raise InputError(f"only a microsecond parameter can be given in cycles, and the file needs "
+                             f"sm_clock_ghz for it", file=path, field=f"{where}.cycles")
+        value = _number(name, entry["cycles"], f"{where}.cycles", path) / (clock_ghz * 1e3)
+    else:
+        value = _number(name, entry["value"], where, path)
     bounds = entry.get("bounds")
     if bounds is not None:
         if (not isinstance(bounds, (list, tuple)) or len(bounds) != 2
@@ -142,9 +167,11 @@ def _documented(generation: str) -> tuple[dict[str, Parameter], dict[str, Parame
                          choices=GENERATIONS)
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     where = str(path)
+    clock = (data.get("parameters") or {}).get("sm_clock_ghz")
+    clock_ghz = _entry(where, "parameters", "sm_clock_ghz", clock, None).value if clock is not None else None
     tables = []
     for section in ("parameters", "pcie"):
-        tables.append({name: _entry(where, section, name, entry)
+        tables.append({name: _entry(where, section, name, entry, clock_ghz)
                        for name, entry in (data.get(section) or {}).items()})
     missing = [name for name in _NAMES if name not in tables[0]]
     if missing:

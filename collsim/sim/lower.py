@@ -235,6 +235,8 @@ class _Compiler(OpVisitor):
         return self._item(op, f)
 
     def visit_atomic(self, op: Atomic) -> tuple:
+        if not isinstance(op.operand, Expr) and getattr(op, "issuer", Issuer.ALL) is Issuer.ALL:
+            self.lowered.data_atomics = True
         f = _Fields(SimKind.ATOMIC, op, self.program, op.dst)
         f.fields["operand"] = _source_tuple(op.operand)
         return self._item(op, f, moves_data=True)
@@ -330,6 +332,8 @@ class SimProgram:
         self.rank_timed: set[int] = set()
         #: whether all of a CTA's threads load data from, or store (or apply atomics) to, symmetric memory
         self.loads_data = self.stores_data = False
+        #: whether the program applies atomics whose operand is data (vector reductions)
+        self.data_atomics = False
         self._tree = _Compiler(self).compile(program.ops)
         # per thread: (NRANKS/ITER key, {rank: (items, size-dependent updates)}), so threads never share items
         self._reuse: dict[int, tuple[tuple, dict[int, tuple[BoundRank, list[tuple]]]]] = {}

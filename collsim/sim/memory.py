@@ -121,6 +121,16 @@ class Location:
             values.append(_apply(values[-1], w.how, w.value))
         return values[count]
 
+    def value_at(self, lo: int, lines: int, time: float) -> Any:
+        """The polled word of lines ``[lo, lo + lines)`` at ``time`` when every write covers them all (a counter
+        or flag location), else None."""
+        span = self.range
+        if not self.writes:
+            return self.init
+        if span is None or span[0] > lo or span[1] < lo + lines:
+            return None
+        return self._value(bisect_right(self.visibles, time))
+
     def satisfied_at(self, lo: int, hi: int, pred: tuple[str, Any], after: float) -> tuple[float, Write | None] | None:
         """Earliest time ``>= after`` at which lines ``[lo, hi)`` all satisfy ``pred``, with the write that made it so.
 

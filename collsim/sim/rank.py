@@ -184,15 +184,24 @@ class Rank(OpVisitor):
         self.c = sim.costs.nvlink
         self.regs: dict[str, tuple[float, Any]] = {}
         self.reg_pending: dict[str, Any] = {}
-        self.st_engine, self.ld_engine, self.hbm = sim.rank_pipes(rank)
+        self.st_engine, self.ld_engine, self.hbm, self.local_ld = sim.rank_pipes(rank)
+        #: location key -> the counter value this rank's threads last read there (NCCL keeps the peer's head
+        #: in a register, connHeadCache in src/device/prims_ll.h): an "at least" poll that value satisfies
+        #: needs no load, since counters only grow
+        self._counters: dict[tuple, Any] = {}
         self.end = 0.0
         self.final: PathNode | None = None
         self._preplaced: list[float] | None = None
         self._pairs: dict[int, tuple[Any, Any]] = {}
+        self._rates: dict[int, float] = {}
         self._polls: dict[int, tuple] = {}
         self._out: dict[int, tuple] = {}
         self.record = sim.record
         self.memory = sim.memory
+        #: bytes the rank's CTAs keep outstanding: a transfer up to that size is not paced by their engine
+        self.burst = sim.channels * self.c.cta_bytes_in_flight
+        #: element additions per µs of the rank's CTAs (FP32 lanes x clock)
+        self.add_rate = sim.channels * self.c.fp32_lanes_per_sm * self.c.sm_clock_ghz * 1e3
         #: kind -> this rank's rule for it (the visitor's dispatch, as a list for the hot path)
         self._rules = [getattr(self, method_name(OP_TYPES[kind])) for kind in SimKind]
 
@@ -287,6 +296,11 @@ class Rank(OpVisitor):
         if not (block.lanes and iterations):
             return [(iter(iterations[k]), th) for k in range(len(iterations) - 1, -1, -1)]
         lanes = [th.fork() for _ in iterations]
+        # A warp's memory instruction is one transaction per distinct address: the lane for the k-th peer
+        # issues k transactions after the first.
+        issue = self.c.peer_issue_us
+        for k in range(1, len(lanes)):
+            lanes[k].t += k * issue
         skip = 0
         sim = self.sim
         if not sim.fine and self._batchable(iterations, th.t):
@@ -302,18 +316,26 @@ class Rank(OpVisitor):
         return frames
 
     def visit_poll_until(self, th: Thread, op: Any):
+        pred = op.pred
+        if pred[0] == "ge" and op.into is None:
+            seen = self._counters.get(op.key)
+            if seen is None:
+                seen = self.memory.inits[op.key[0]]
+            if isinstance(seen, int) and seen >= pred[1]:  # the value in the register suffices: no load
+                th.t += self.c.op_overhead_us
+                return None
         plan = self._poll_plan(th, op)
         lo = op.ref[4]
         found = plan[0].satisfied_at(lo, lo + op.ref[5], op.pred, plan[2])
         # Decided when it already holds at the first sample, or by writes that are all visible now.
         if found is None or (found[0] > self.sim.env.now + EPS and found[0] > plan[2] + EPS):
             return self._poll_after_wait(th, op, plan, found)
-        self._poll_done(th, op, self._completion(plan, found[0]), found[1], plan[1])
+        self._poll_done(th, op, self._completion(plan, found[0]), found, plan[1])
         return None
 
     def _poll_after_wait(self, th: Thread, op: Any, plan: tuple, found: Any):
         found = yield from self._wait_poll(op, plan, found)
-        self._poll_done(th, op, self._completion(plan, found[0]), found[1], plan[1])
+        self._poll_done(th, op, self._completion(plan, found[0]), found, plan[1])
 
     # A store, load or atomic that moves data on links other ranks share while its thread is ahead of the
     # simulation clock first catches up (flags are too small to matter).
@@ -389,30 +411,35 @@ class Rank(OpVisitor):
             owner = op.ref[1]
             wire = op.ref[5] * op.line_bytes
             start = lane.t + overhead
+            rate = cap = math.inf
             if op.kind == LOAD:
                 route, back = self._pair(owner)
                 pipes = (self.ld_engine,) + back.pipes
                 start += route.latency + back.costs.remote_read_us
+                rate = self._load_rate(owner)
             else:
                 out = self._out.get(owner) or self._out_facts(owner)
                 pipes = out[0]
                 if op.kind == ATOMIC and isinstance(op.operand, tuple):
                     wire *= self._pair(owner)[0].costs.atomic_wire_factor
-            plans.append((pipes, wire, start))
-        # Equal pushes complete together anyway (below), so one slice each is enough for them.
+                    cap = self.sim.atomic_share(owner)
+            plans.append((pipes, wire, start, rate, cap))
+        # Equal pushes complete together anyway (below), so one slice each is enough for them. The members
+        # share the CTAs' outstanding bytes.
         slices = max(1, min(BATCH_SLICES, BATCH_PLACEMENTS // len(plans))) if ops[0].kind == LOAD else 1
+        burst = self.burst / len(plans) / slices
         finishes = [0.0] * len(plans)
         for _ in range(slices):
-            for m, (pipes, wire, start) in enumerate(plans):
-                finishes[m] = place(pipes, wire / slices, start)
+            for m, (pipes, wire, start, rate, cap) in enumerate(plans):
+                finishes[m] = self._place_burst(pipes, wire / slices, start, burst, rate, cap)
         if ops[0].kind != LOAD:
             # Pushed at fine grain from one engine, members of equal size complete together, when the last
             # is through. (Pulls are paced by each owner's egress, which other readers share too, so they
             # keep the completion order their slices got.)
             last: dict[float, float] = {}
-            for (_, wire, _), finish in zip(plans, finishes):
+            for (_, wire, _, _, _), finish in zip(plans, finishes):
                 last[wire] = max(last.get(wire, 0.0), finish)
-            finishes = [last[wire] for _, wire, _ in plans]
+            finishes = [last[wire] for _, wire, _, _, _ in plans]
         self._preplaced = finishes[::-1]
         try:
             for lane, op in zip(lanes, ops):
@@ -425,11 +452,28 @@ class Rank(OpVisitor):
         finally:
             self._preplaced = None
 
-    def _reserve(self, pipes: tuple, nbytes: float, start: float) -> float:
+    def _reserve(self, pipes: tuple, nbytes: float, start: float, sustained: float = math.inf,
+                 cap: float = math.inf) -> float:
         """Place a transfer on its pipes (or take the finish of its batch member, placed already)."""
         if self._preplaced:
             return self._preplaced.pop()
-        return place(pipes, nbytes, start)
+        return self._place_burst(pipes, nbytes, start, self.burst, sustained, cap)
+
+    @staticmethod
+    def _place_burst(pipes: tuple, nbytes: float, start: float, burst: float, sustained: float = math.inf,
+                     cap: float = math.inf) -> float:
+        """Place a transfer whose first pipe is its issuing engine: the CTAs keep ``burst`` bytes outstanding,
+        so that much leaves at the rate of the other pipes, and only the rest is paced by the engine (at most
+        ``sustained``); ``cap`` limits both (Little's law: the engine's rate is the bytes in flight over the
+        round trip, a token bucket of ``burst``)."""
+        if burst <= 0:
+            return place(pipes, nbytes, start, min(sustained, cap))
+        head = nbytes if nbytes < burst else burst
+        finish = place(pipes[1:], head, start, cap) if len(pipes) > 1 else start
+        if nbytes > head:
+            rest = place(pipes, nbytes - head, start, min(sustained, cap))
+            finish = rest if rest > finish else finish
+        return finish
 
     def _settle(self, th: Thread, op: Any):
         """Fine-grained mode: wait for piecewise transfers an op depends on to be fully issued."""
@@ -497,8 +541,12 @@ class Rank(OpVisitor):
         node = th.node
         if node.end < t - EPS:
             node = self._issue_node(th, op, payload)
-        if owner == self.rank:
-            finish = reserve((self.hbm,), wire + read_bytes, t)
+        unit = atomic and payload and not op.leader  # a data atomic: the owner's L2 performs every operation
+        # A data atomic runs no faster than its share of the owner's L2 atomic unit, which every rank adding
+        # into that memory shares (the share is fixed by the program, so no rank's order decides it).
+        cap = self.sim.atomic_share(owner) if unit else math.inf
+        if owner == self.rank:  # the CTAs' load/store units, then HBM
+            finish = place((self.hbm, self.local_ld), wire + read_bytes, t, cap)
             tr = Transfer(self.rank, owner, wire, t, t, finish, finish, finish, node, payload, op, True, what)
             self._issued(th, tr, land)
             return tr
@@ -511,7 +559,7 @@ class Rank(OpVisitor):
         delay = out[2] if atomic else out[1]
         back = out[3]
         if op.leader or out[4] <= 1:
-            finish = self._reserve(pipes, wire, t) if pipes else t
+            finish = self._reserve(pipes, wire, t, cap=cap) if pipes else t
             tr = Transfer(self.rank, owner, wire, t, t, finish, finish + delay, finish + delay + back, node,
                           payload, op, False, what)
             self._issued(th, tr, land)
@@ -527,13 +575,24 @@ class Rank(OpVisitor):
         return None
 
     def _out_facts(self, owner: int) -> tuple:
-        """``(store-engine and link pipes, write delay, atomic delay, return latency, transfer pieces)`` of
-        pushes to ``owner`` (cached per rank)."""
+        """``(store-engine and link pipes, write delay, atomic delay, return latency, transfer pieces, route
+        latency)`` of pushes to ``owner`` (cached per rank)."""
         route, back = self._pair(owner)
         c = route.costs
         facts = self._out[owner] = ((self.st_engine,) + route.pipes, route.latency + c.remote_write_us,
-                                    route.latency + c.atomic_remote_us, back.latency, c.transfer_pieces)
+                                    route.latency + c.atomic_remote_us, back.latency, c.transfer_pieces,
+                                    route.latency)
         return facts
+
+    def _load_rate(self, owner: int) -> float:
+        """Bytes per µs this rank's CTAs can pull from ``owner``: the loads they keep in flight over the round
+        trip (Little's law)."""
+        rate = self._rates.get(owner)
+        if rate is None:
+            route, back = self._pair(owner)
+            rtt = route.latency + back.costs.remote_read_us + back.latency
+            rate = self._rates[owner] = self.sim.channels * back.costs.cta_bytes_in_flight / rtt
+        return rate
 
     def _pair(self, owner: int) -> tuple[Any, Any]:
         """The routes to ``owner`` and back (cached per rank)."""
@@ -591,7 +650,7 @@ class Rank(OpVisitor):
         t = th.t
         node = self._issue_node(th, op, True)
         if owner == self.rank:
-            finish = reserve((self.hbm,), wire, t)
+            finish = reserve((self.hbm, self.local_ld), wire, t)
             self._loaded(th, op, Transfer(self.rank, owner, wire, t, t, finish, finish, finish, node, True, op,
                                           True, "load"))
             return
@@ -600,7 +659,7 @@ class Rank(OpVisitor):
         pipes = () if op.leader else (self.ld_engine,) + back.pipes
         pieces = 1 if op.leader or op.acquiring else back.costs.transfer_pieces
         if pieces <= 1:
-            finish = self._reserve(pipes, wire, start) if pipes else start
+            finish = self._reserve(pipes, wire, start, self._load_rate(owner)) if pipes else start
             ready = finish + back.latency
             self._loaded(th, op, Transfer(self.rank, owner, wire, t, start, finish, ready, ready, node, True, op,
                                           False, "load"))
@@ -640,27 +699,40 @@ class Rank(OpVisitor):
             timing = self._polls[owner] = self._poll_timing(owner)
         observe, period, back, rate = timing
         read_bytes = op.ref[5] * op.line_bytes if op.into is not None else 0
-        read_done = t0 + read_bytes / rate if owner == self.rank else t0 + period + read_bytes / rate
-        return (self.memory.location(op.key), t0, t0 + observe, period, back, read_done,
-                c.acquire_us if op.acquiring else 0.0)
+        if not read_bytes:
+            read_done = t0
+        elif owner == self.rank:  # the CTAs read the lines (at their wire layout) where they landed
+            read_done = reserve((self.local_ld,), read_bytes, t0)
+        else:
+            read_done = t0 + period + read_bytes / rate
+        extra = c.acquire_us if op.acquiring else 0.0
+        if read_bytes and op.layout.lanes > 1:
+            # A line written by several lanes (LL128's eight 16-byte stores) is checked by the lane that holds
+            # the polled word; once it holds, the other lanes load their parts again (one more access).
+            extra += c.remote_read_us if owner == self.rank else period
+        return (self.memory.location(op.key), t0, t0 + observe, period, back, read_done, extra)
 
     def _poll_timing(self, owner: int) -> tuple[float, float, float, float]:
         """``(first observation after issue, sampling period, return latency, read rate)`` of polls on
-        ``owner``'s memory: a local spin-loop iteration is one load that sees memory as it completes; a
-        remote sample is a load's round trip."""
+        ``owner``'s memory: a local spin-loop iteration is one L2 access, which sees memory half way through
+        it; a remote sample is a load's round trip, which sees it at the owner."""
         if owner == self.rank:
             period = self.c.poll_period_us
-            return period, period, 0.0, self.hbm.rate
+            return period / 2, period, period / 2, self.local_ld.rate
         route, back = self._pair(owner)
         observe = route.latency + back.costs.remote_read_us
         period = observe + back.latency
-        return observe, period, period - observe, min([p.rate for p in back.pipes] + [self.ld_engine.rate])
+        return observe, period, period - observe, min([p.rate for p in back.pipes] + [self._load_rate(owner)])
 
     @staticmethod
     def _completion(plan: tuple, t_sat: float) -> float:
+        """When a poll completes whose lines satisfy it from ``t_sat`` on: samples observe memory one period
+        apart at a phase nothing in the program fixes, so a value that appears after the first observation
+        is seen half a period later on average (GM section 2: detection delay = propagation + half the poll
+        period); the sample's result comes back after the return latency, and the poll has read its lines."""
         _, _, first, period, back, read_done, extra = plan
-        k = math.ceil((t_sat - first) / period - 1e-9) if t_sat > first else 0
-        done = first + k * period + back
+        seen = t_sat + period / 2
+        done = (seen if seen > first else first) + back
         return (done if done > read_done else read_done) + extra
 
     def _wait_poll(self, op: Any, plan: tuple, found: tuple | None):
@@ -678,7 +750,14 @@ class Rank(OpVisitor):
         found = yield watch.decided
         return found
 
-    def _poll_done(self, th: Thread, op: Any, done: float, write: Any, t0: float) -> None:
+    def _poll_done(self, th: Thread, op: Any, done: float, found: tuple, t0: float) -> None:
+        t_sat, write = found
+        if op.pred[0] == "ge":
+            # The counter as the poll saw it: its value once the predicate held, which every rank's writes
+            # visible by then decide (all issued before the simulation clock, whatever order ranks run in).
+            value = self.memory.location(op.key).value_at(op.ref[4], op.ref[5], t_sat) \
+                if t_sat <= self.sim.env.now + EPS else None
+            self._counters[op.key] = value if isinstance(value, int) else op.pred[1]
         th.t = t0  # the op's issue overhead, folded into the poll's node
         tr = write.transfer if write is not None else None
         if tr is not None and write.visible > t0:
@@ -691,27 +770,38 @@ class Rank(OpVisitor):
     # ------------------------------------------------------------------ local work and synchronization
 
     def visit_reduce(self, th: Thread, op: Any) -> None:
-        hbm_bytes = 0
+        """Wait for the register operands, then read the input operands (HBM, through the CTAs' loads), add
+        every operand element at the CTAs' add rate and write the output (HBM), whichever takes longest."""
+        operands = 0
+        in_bytes = 0
         for src in op.srcs:
             if src[0] == "reg":
                 self._wait_register(th, src[1], op)
-            elif src[0] == "input":
-                hbm_bytes += op.nbytes
-        if op.offset is not None:
-            hbm_bytes += op.nbytes
+                operands += src[3]
+            else:
+                operands += 1
+                if src[0] == "input":
+                    in_bytes += op.nbytes
         t = th.t + self.c.op_overhead_us
-        self._advance(th, reserve((self.hbm,), hbm_bytes, t) if hbm_bytes else t, "reduce", op, "reduce")
+        end = t + max(0, operands - 1) * op.nbytes / self.sim.elem_bytes / self.add_rate
+        if in_bytes:
+            end = max(end, reserve((self.hbm, self.local_ld), in_bytes, t))
+        if op.offset is not None:
+            end = max(end, reserve((self.hbm,), op.nbytes, t))
+        self._advance(th, end, "reduce", op, "reduce")
         self.regs[op.into] = (th.t, th.node)
 
     def visit_write_output(self, th: Thread, op: Any) -> None:
         src = op.src
-        hbm_bytes = op.nbytes
+        t = th.t
         if src[0] == "reg":
             self._wait_register(th, src[1], op)
-        elif src[0] == "input":
-            hbm_bytes += op.nbytes
-        t = th.t + self.c.op_overhead_us
-        self._advance(th, reserve((self.hbm,), hbm_bytes, t), "reduce", op, "copies to output")
+            t = th.t
+        t += self.c.op_overhead_us
+        end = reserve((self.hbm,), op.nbytes, t)
+        if src[0] == "input":
+            end = max(end, reserve((self.hbm, self.local_ld), op.nbytes, t))
+        self._advance(th, end, "reduce", op, "copies to output")
 
     def visit_sync_group(self, th: Thread, op: Any) -> None:
         wait, by = th.issued, th.issued_by

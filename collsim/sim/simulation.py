@@ -26,13 +26,17 @@ import simpy
 from collsim.errors import CollsimError, InputError
 from collsim.sim.costs import Costs
 from collsim.sim.links import Pipe, Transfer, WatchedPipe, reserve
+from collsim.sim.lower import ATOMIC, Block
 from collsim.sim.memo import PerTopology
 from collsim.sim.memory import SENTINEL, Memory
 from collsim.sim.folded import FoldedRank
 from collsim.sim.rank import Rank
 from collsim.sim.trace import PathNode
 
-__all__ = ["RouteInfo", "Simulation", "Outcome"]
+__all__ = ["RouteInfo", "Simulation", "Outcome", "ATOMIC_OP_BYTES"]
+
+#: Payload of one vector atomic (red.add.v4.f32), the unit in which a destination's L2 atomic rate is counted.
+ATOMIC_OP_BYTES = 16
 
 
 #: topology -> {(src, dst): (((u, v), effective GB/s) per link, latency, nvlink_only)}; routes do not change
@@ -97,16 +101,24 @@ class Simulation:
         CTAs per rank: the store and load engines run at ``channels ×`` the
         per-CTA bandwidth.
     start_us : float
-        When the kernels start running (launch overhead + kernel start).
+        When the kernels start running (what the harness charges before the kernel, and its start).
+    launch_us : float
+        The part of ``start_us`` the harness charges before the kernel.
     record : bool
         Keep every node and transfer (for the timeline).
     fold : Fold, optional
         Simulate rank 0 alone and give every rank its end (see :mod:`collsim.sim.symmetry`, which decides
         when that is exact).
+    elem_bytes : int
+        Bytes of one element (what a reduce adds).
+    data_atomics : bool
+        Whether the programs apply data atomics (then the ranks sharing each owner's L2 atomic unit are
+        counted).
     """
 
     def __init__(self, topology: Any, ranks: int, programs: list[list[Any]], inits: dict[str, Any], costs: Costs,
-                 channels: int, start_us: float, launch_us: float, record: bool = False, fold: Any = None) -> None:
+                 channels: int, start_us: float, launch_us: float, record: bool = False, fold: Any = None,
+                 elem_bytes: int = 4, data_atomics: bool = False) -> None:
         self.env = simpy.Environment()
         self.topology = topology
         self.costs = costs
@@ -124,6 +136,10 @@ class Simulation:
         self.start_us = start_us
         self.launch_us = launch_us
         self.size = ranks
+        self.elem_bytes = elem_bytes
+        self._atomic_shares: dict[int, float] = {}
+        #: owner -> how many ranks' programs apply data atomics to its memory
+        self._atomic_senders = _atomic_senders(programs) if data_atomics else {}
         if fold is None:
             self._alias: dict = {}
             self._watched: frozenset = frozenset()
@@ -134,16 +150,39 @@ class Simulation:
 
     # ------------------------------------------------------------------ shared resources
 
-    def rank_pipes(self, rank: int) -> tuple[Pipe, Pipe, Pipe]:
-        """``(store engine, load engine, HBM)`` of ``rank``."""
+    def rank_pipes(self, rank: int) -> tuple[Pipe, Pipe, Pipe, Pipe]:
+        """``(store engine, remote load engine, HBM, local load engine)`` of ``rank``: its CTAs' stores, their
+        remote loads (the loads in flight over the shortest round trip to a peer), its HBM, and its CTAs'
+        loads of local memory (polled lines, reduce inputs)."""
         info = self.topology.gpu_info(rank)
         c = self.costs.nvlink
         hbm = float(info.get("hbm_gbps") or 0.0)
         if hbm <= 0:
             raise InputError(f"GPU {rank} of topology {self.topology.name!r} has no HBM bandwidth", field="topology")
+        peers = [p for p in range(self.size) if p != rank] or [rank]
+        in_flight = max(self.route(p, rank).costs.cta_bytes_in_flight / self.round_trip(rank, p) for p in peers)
         return (Pipe(f"rank{rank}.store_engine", self.channels * c.cta_store_gbps),
-                Pipe(f"rank{rank}.load_engine", self.channels * c.cta_load_gbps),
-                Pipe(f"rank{rank}.hbm", hbm * c.hbm_efficiency))
+                Pipe(f"rank{rank}.load_engine", self.channels * in_flight / 1e3),
+                Pipe(f"rank{rank}.hbm", hbm * c.hbm_efficiency),
+                Pipe(f"rank{rank}.local_loads", self.channels * c.cta_local_load_gbps))
+
+    def round_trip(self, rank: int, peer: int) -> float:
+        """µs for a load from ``rank`` to be served by ``peer`` and come back (a local L2 hit for itself)."""
+        if peer == rank:
+            return self.costs.nvlink.remote_read_us
+        there, back = self.route(rank, peer), self.route(peer, rank)
+        return there.latency + back.costs.remote_read_us + back.latency
+
+    def atomic_share(self, owner: int) -> float:
+        """Bytes per µs (wire bytes of red.add.v4 operations) one rank's data atomics into ``owner`` may run at:
+        the owner's L2 atomic throughput divided among the ranks whose programs add into its memory."""
+        share = self._atomic_shares.get(owner)
+        if share is None:
+            c = self.costs.nvlink
+            senders = self._atomic_senders.get(owner, 1)
+            share = self._atomic_shares[owner] = (c.l2_atomic_gops * ATOMIC_OP_BYTES * c.atomic_wire_factor * 1e3
+                                                  / senders)
+        return share
 
     def route(self, src: int, dst: int) -> RouteInfo:
         """The route ``src -> dst`` with this simulation's pipes for its links (cached)."""
@@ -223,6 +262,23 @@ class Simulation:
         self._links.clear()
         self.ranks = []
         self.env = None
+
+
+def _atomic_senders(programs: list[list[Any]]) -> dict[int, int]:
+    """owner -> the number of ranks whose items apply a data atomic to its memory."""
+    senders: dict[int, set[int]] = {}
+
+    def walk(items: list[Any], rank: int) -> None:
+        for item in items:
+            if item.__class__ is Block:
+                for iteration in item.iterations:
+                    walk(iteration, rank)
+            elif item.kind == ATOMIC and not item.leader and isinstance(item.operand, tuple):
+                senders.setdefault(item.ref[1], set()).add(rank)
+
+    for rank, items in enumerate(programs):
+        walk(items, rank)
+    return {owner: len(ranks) for owner, ranks in senders.items()}
 
 
 def buffer_inits(program: Any) -> dict[str, Any]:
