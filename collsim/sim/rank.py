@@ -223,10 +223,18 @@ class Rank(OpVisitor):
         if self.record:
             self.sim.nodes.append(node)
 
-    def _wait_register(self, th: Thread, name: str, label: Any) -> None:
-        ready = self.regs.get(name)
-        if ready is not None and ready[0] > th.t + EPS:
-            self._advance(th, ready[0], "data", label, "waits for register " + name, ready[1], ready[0])
+    def _stream_register(self, th: Thread, name: str, label: Any) -> tuple[float, Any]:
+        """Wait until the first elements of register ``name`` are there and return ``(when its last element
+        is, what produced it)``: a consumer works through a register element by element as its producer
+        fills it (a CTA's threads load, add and store their elements in one pass, as NCCL's reduceCopy
+        does), so it may start on the first and cannot finish before the last."""
+        found = self.regs.get(name)
+        if found is None:
+            return 0.0, None
+        ready, producer, first = found
+        if first > th.t + EPS:
+            self._advance(th, first, "data", label, "waits for register " + name, producer, first)
+        return ready, producer
 
     def _fence(self, th: Thread, label: Any, scope: Scope, kind: Any, what: str) -> None:
         c = self.c
@@ -394,7 +402,7 @@ class Rank(OpVisitor):
             src = first.src if first.kind == STORE else first.operand
             if isinstance(src, tuple) and src[0] == "reg":
                 ready = self.regs.get(src[1])
-                if ready is not None and ready[0] > t + EPS:
+                if ready is not None and ready[2] > t + EPS:
                     return False
             if first.kind == ATOMIC and first.into is not None:
                 return False
@@ -509,8 +517,9 @@ class Rank(OpVisitor):
 
     def _store(self, th: Thread, op: Any) -> None:
         src = op.src
+        not_before = 0.0
         if src is not None and src[0] == "reg":
-            self._wait_register(th, src[1], op)
+            not_before, _ = self._stream_register(th, src[1], op)
         if op.releasing:
             self._fence(th, op, op.scope, None, "release fence before the store")
         payload = src is not None and src[0] != "fill"
@@ -527,12 +536,13 @@ class Rank(OpVisitor):
         lines = ref[5]
         land = None if how is None else (self.memory.location(op.key), ref[4], lines, how, value)
         read = lines * op.data_bytes if src is not None and src[0] == "input" else 0
-        self._push(th, op, ref[1], lines * op.line_bytes, payload, "store", read, False, land)
+        self._push(th, op, ref[1], lines * op.line_bytes, payload, "store", read, False, land, not_before)
 
     def _push(self, th: Thread, op: Any, owner: int, wire: float, payload: bool, what: str,
-              read_bytes: float, atomic: bool, land: Any) -> Transfer | None:
+              read_bytes: float, atomic: bool, land: Any, not_before: float = 0.0) -> Transfer | None:
         """Issue ``wire`` bytes from this rank into ``owner``'s memory; once its times are known, ``land``
-        (``(location, first line, lines, how, value)`` or None) records the write it makes.
+        (``(location, first line, lines, how, value)`` or None) records the write it makes. Its last byte
+        leaves no earlier than ``not_before`` (when the register it streams from is complete).
 
         Returns the transfer, or None while a fine-grained transfer is still issuing its pieces.
         """
@@ -547,6 +557,8 @@ class Rank(OpVisitor):
         cap = self.sim.atomic_share(owner) if unit else math.inf
         if owner == self.rank:  # the CTAs' load/store units, then HBM
             finish = place((self.hbm, self.local_ld), wire + read_bytes, t, cap)
+            if not_before > finish:
+                finish = not_before
             tr = Transfer(self.rank, owner, wire, t, t, finish, finish, finish, node, payload, op, True, what)
             self._issued(th, tr, land)
             return tr
@@ -560,6 +572,8 @@ class Rank(OpVisitor):
         back = out[3]
         if op.leader or out[4] <= 1:
             finish = self._reserve(pipes, wire, t, cap=cap) if pipes else t
+            if not_before > finish:
+                finish = not_before
             tr = Transfer(self.rank, owner, wire, t, t, finish, finish + delay, finish + delay + back, node,
                           payload, op, False, what)
             self._issued(th, tr, land)
@@ -626,8 +640,9 @@ class Rank(OpVisitor):
         buf, owner, slot, region, line, lines = op.ref
         operand = op.operand
         data = isinstance(operand, tuple)
+        not_before = 0.0
         if data and operand[0] == "reg":
-            self._wait_register(th, operand[1], op)
+            not_before, _ = self._stream_register(th, operand[1], op)
         if op.releasing:
             self._fence(th, op, op.scope, None, "release fence before the atomic")
         th.t += self.c.op_overhead_us
@@ -635,12 +650,12 @@ class Rank(OpVisitor):
         factor = self._pair(owner)[0].costs.atomic_wire_factor if data and owner != self.rank else 1.0
         land = (self.memory.location(op.key), line, lines, _RMW_HOW.get(op.op.op, "set"), DATA if data else operand)
         tr = self._push(th, op, owner, wire * factor, data, "atomic", wire if owner == self.rank else 0.0, True,
-                        land)
+                        land, not_before)
         if op.into is not None:
             if tr is None:
                 raise NotImplementedError("atomics with a result are not split into pieces")
             self._advance(th, tr.ack, "sync", op, "atomic returns its old value", tr, tr.ack)
-            self.regs[op.into] = (th.t, th.node)
+            self.regs[op.into] = (th.t, th.node, th.t)
 
     def _load(self, th: Thread, op: Any) -> None:
         sim = self.sim
@@ -681,9 +696,14 @@ class Rank(OpVisitor):
             self.sim.transfers.append(tr)
         if tr.visible > th.loaded:
             th.loaded, th.loaded_by = tr.visible, tr
+        # the first bytes are back one return latency after they started to flow (a local load's at once)
+        first = tr.start + (tr.visible - tr.finish)
         old = self.regs.get(op.into)
-        if old is None or tr.visible > old[0]:
-            self.regs[op.into] = (tr.visible, tr)
+        if old is None:
+            self.regs[op.into] = (tr.visible, tr, first)
+        else:  # pieces of one register from several loads: an element needs every piece's first bytes
+            self.regs[op.into] = (tr.visible, tr, max(first, old[2])) if tr.visible > old[0] else \
+                (old[0], old[1], max(first, old[2]))
         if op.acquiring:
             self._advance(th, tr.visible + self.c.acquire_us, "sync", op, "acquire load", tr, tr.visible)
 
@@ -765,18 +785,23 @@ class Rank(OpVisitor):
         else:
             self._advance(th, done, "sync", op, "poll")
         if op.into is not None:
-            self.regs[op.into] = (th.t, th.node)
+            self.regs[op.into] = (th.t, th.node, th.t)
 
     # ------------------------------------------------------------------ local work and synchronization
 
     def visit_reduce(self, th: Thread, op: Any) -> None:
-        """Wait for the register operands, then read the input operands (HBM, through the CTAs' loads), add
-        every operand element at the CTAs' add rate and write the output (HBM), whichever takes longest."""
+        """Read the input operands (HBM, through the CTAs' loads), add every operand element at the CTAs' add
+        rate and write the output (HBM), whichever takes longest, working through register operands as
+        they fill. The thread goes on once the first sums exist (its next op may stream from them); the
+        reduce's end is outstanding work a group barrier, fence or kernel end waits for."""
         operands = 0
         in_bytes = 0
+        last, producer = 0.0, None
         for src in op.srcs:
             if src[0] == "reg":
-                self._wait_register(th, src[1], op)
+                ready, made_by = self._stream_register(th, src[1], op)
+                if ready > last:
+                    last, producer = ready, made_by
                 operands += src[3]
             else:
                 operands += 1
@@ -788,20 +813,37 @@ class Rank(OpVisitor):
             end = max(end, reserve((self.hbm, self.local_ld), in_bytes, t))
         if op.offset is not None:
             end = max(end, reserve((self.hbm,), op.nbytes, t))
-        self._advance(th, end, "reduce", op, "reduce")
-        self.regs[op.into] = (th.t, th.node)
+        node = self._side_work(th, op, t, end, last, producer, "reduce")
+        self.regs[op.into] = (node.end, node, t)
 
     def visit_write_output(self, th: Thread, op: Any) -> None:
+        """Copy a register (or the input) to the output through HBM, as the register fills; like a reduce, the
+        thread goes on (a store of the same register streams alongside, as NCCL's one-pass copy-and-send)
+        and the copy's end is outstanding work."""
         src = op.src
-        t = th.t
+        last, producer = 0.0, None
         if src[0] == "reg":
-            self._wait_register(th, src[1], op)
-            t = th.t
-        t += self.c.op_overhead_us
+            last, producer = self._stream_register(th, src[1], op)
+        t = th.t + self.c.op_overhead_us
         end = reserve((self.hbm,), op.nbytes, t)
         if src[0] == "input":
             end = max(end, reserve((self.hbm, self.local_ld), op.nbytes, t))
-        self._advance(th, end, "reduce", op, "copies to output")
+        self._side_work(th, op, t, end, last, producer, "copies to output")
+
+    def _side_work(self, th: Thread, op: Any, t: float, end: float, last: float, producer: Any,
+                   what: str) -> PathNode:
+        """Record local work of ``th`` from its clock to ``end`` (or to ``last``, when the register it works
+        through fills later, then caused by the register's producer) without holding the thread, which goes
+        on at ``t``; what waits for outstanding work (a group barrier, a fence, the kernel end) waits for it."""
+        waited = last > end
+        node = PathNode(self.rank, th.node.end, last if waited else end, "reduce", op, th.node,
+                        producer if waited else None, last if waited else 0.0, what)
+        if self.record:
+            self.sim.nodes.append(node)
+        th.t = t
+        if node.end > th.loaded:
+            th.loaded, th.loaded_by = node.end, node
+        return node
 
     def visit_sync_group(self, th: Thread, op: Any) -> None:
         wait, by = th.issued, th.issued_by
