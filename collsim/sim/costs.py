@@ -73,6 +73,7 @@ class CostSet:
     l2_atomic_gops: float
     # launch and measurement harness
     launch_overhead_us: float
+    host_call_us: float
     kernel_start_us: float
     kernel_end_us: float
     stream_gap_us: float

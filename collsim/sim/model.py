@@ -101,21 +101,28 @@ def harness_us(costs: Costs, launch: str, kernel_us: float) -> float:
     state (:data:`collsim.models.LAUNCH_MODES`).
 
     ``graph``: nothing (the kernel's start is part of it). ``eager`` and ``host-loop``: back-to-back launches
-    overlap the running kernel, so a call costs the slower of the host's launch and the kernel behind the
-    stream gap a stream-ordered launch pays. ``events``: one call between two CUDA events with its launch
-    hidden: the stream gap, the event pair's floor and what the harness's cache flush costs the call.
+    overlap the running kernel, so a call costs the slower of the host's part of the call (a collective
+    library's launch, ``launch_overhead_us``, or one custom-op call from a host loop, ``host_call_us``) and
+    the kernel behind the stream gap a stream-ordered launch pays. ``events``: one call between two CUDA
+    events with its launch hidden: the stream gap, the event pair's floor and what the harness's cache flush
+    costs the call. ``single-call``: one call on an idle stream between two CUDA events (after a barrier):
+    the host's launch falls inside the interval, so the event pair's floor and the whole launch.
 
-    >>> costs = load_costs("hopper")
+    >>> costs = load_costs("hopper", {"launch_overhead_us": 4.0})
     >>> harness_us(costs, "graph", 10.0), harness_us(costs, "eager", 10.0), harness_us(costs, "eager", 1.0)
     (0.0, 0.6, 3.0)
     """
     c = costs.nvlink
     if launch == "graph":
         return 0.0
-    if launch in ("eager", "host-loop"):
+    if launch == "eager":
         return max(c.launch_overhead_us - kernel_us, c.stream_gap_us)
+    if launch == "host-loop":
+        return max(c.host_call_us - kernel_us, c.stream_gap_us)
     if launch == "events":
         return c.stream_gap_us + c.event_pair_us + c.harness_cold_us
+    if launch == "single-call":
+        return c.event_pair_us + c.launch_overhead_us
     raise InputError(f"unknown launch mode {launch!r}", field="launch", choices=LAUNCH_MODES)
 
 
