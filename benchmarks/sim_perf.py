@@ -80,7 +80,7 @@ from collsim.ir.registry import load_protocol  # noqa: E402
 from collsim.models import get_model, simulate  # noqa: E402
 from collsim.results import expand_rows  # noqa: E402
 from collsim.scenario import load_scenario  # noqa: E402
-from collsim.sim.model import SIMULATED_ITER, program_for  # noqa: E402
+from collsim.sim.model import SIMULATED_ITER, forget_kernels, program_for  # noqa: E402
 from collsim.topology import load_topology  # noqa: E402
 from collsim.units import format_size, parse_size  # noqa: E402
 from reference import reference_loop_s  # noqa: E402 - benchmarks/, the script's own directory
@@ -120,6 +120,7 @@ def run_one(protocol: str, algorithm: str, ranks: int, size: int, topology: str 
     name = topology or SYSTEMS[ranks]
     if name not in _TOPOLOGIES:
         _TOPOLOGIES[name] = load_topology(name)
+    forget_kernels()  # a repeated request would otherwise get the kernel simulated before
     return simulate(_TOPOLOGIES[name], ranks=ranks, algorithm=algorithm, protocol=load_protocol(protocol),
                     size_bytes=size, model="des")
 
@@ -350,8 +351,6 @@ def memory_peaks(max_rows: int | None) -> None:
 # --- --by-name ---------------------------------------------------------------------------------------------------
 
 def by_name(repeats: int) -> None:
-    from collsim.sim.model import _KERNELS  # cleared so that every call simulates
-
     topo = load_topology("gb200-nvl72")
     print("\n72-rank simulate() by preset name against a loaded Topology (CPU ms, fastest of three sizes x "
           f"{repeats}):")
@@ -363,7 +362,7 @@ def by_name(repeats: int) -> None:
         for _ in range(repeats):
             for label, spec in (("name", "gb200-nvl72"), ("object", topo)):
                 for size in (8 << 10, 16 << 10, 32 << 10):
-                    _KERNELS.clear()
+                    forget_kernels()
                     start = time.process_time()
                     simulate(spec, ranks=72, algorithm=algorithm, protocol=protocol, size_bytes=size + 8)
                     best[label] = min(best[label], time.process_time() - start)

@@ -26,7 +26,8 @@ from collsim.sim.simulation import Outcome, Simulation, _route_facts, _route_tab
 from collsim.sim.symmetry import Fold, Rotation, SimultaneousWrites, fold_or_reason, rotation_or_reason
 from collsim.sim.trace import PathStep, breakdown_of, critical_path
 
-__all__ = ["DesRun", "run_des", "des_model", "program_for", "generation_of", "symmetry_of"]
+__all__ = ["DesRun", "run_des", "des_model", "program_for", "generation_of", "symmetry_of", "harness_us",
+           "forget_kernels"]
 
 #: The launch index simulated: the first use of every slot, which costs what a steady-state launch does
 #: (see collsim.sim.memory).
@@ -301,6 +302,12 @@ _KERNELS = PerTopology()
 #: Kernels kept per topology: a scenario lists every size of a configuration for one launch mode, then
 #: for the other, so the same kernel comes back a few dozen rows later.
 KERNELS_KEPT = 256
+
+
+def forget_kernels() -> None:
+    """Empty the cache of simulated kernels, so that the next request simulates (for benchmarks that time
+    repeated requests; results do not change)."""
+    _KERNELS.clear()
 
 
 def _kernel_key(request: SimRequest) -> tuple:
