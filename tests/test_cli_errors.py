@@ -154,7 +154,7 @@ def test_end_to_end_subprocess(write_scenario, tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         f"collsim: error: {path}:4: protocols[1]: unknown protocol 'lll' "
-        "(valid: barrier, ll, ll128, ll128-atomic, sentinel, simple)"
+        "(valid: barrier, ll, ll128, ll128-atomic, sentinel, signal-pad, simple)"
     ]
     assert proc.stdout == ""
     assert not (tmp_path / "reports").exists()

@@ -23,8 +23,8 @@ def test_every_shipped_program_is_well_formed(name, algorithm):
     check_program(generate(load_protocol(name), algorithm))
 
 
-def test_six_protocols_ship():
-    assert list_protocols() == ["barrier", "ll", "ll128", "ll128-atomic", "sentinel", "simple"]
+def test_seven_protocols_ship():
+    assert list_protocols() == ["barrier", "ll", "ll128", "ll128-atomic", "sentinel", "signal-pad", "simple"]
 
 
 def test_unsupported_combination_lists_what_can_run():

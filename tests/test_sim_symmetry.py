@@ -20,7 +20,10 @@ from collsim.topology import load_topology
 MiB = 1 << 20
 SHIPPED = {"barrier": ("one-shot", "two-shot"), "simple": ("one-shot", "two-shot", "ring"),
            "ll": ("one-shot", "two-shot", "ring"), "ll128": ("one-shot", "two-shot", "ring"),
-           "ll128-atomic": ("one-shot",), "sentinel": ("one-shot", "two-shot")}
+           "ll128-atomic": ("one-shot",), "sentinel": ("one-shot", "two-shot"),
+           "signal-pad": ("one-shot", "two-shot")}
+#: algorithms whose last phase pushes into the peers' buffers (signal-pad's two-shot, as PyTorch's)
+PUSHED = {("signal-pad", "two-shot")}
 CASES = [(protocol, algorithm) for protocol, algorithms in SHIPPED.items() for algorithm in algorithms]
 
 
@@ -50,7 +53,13 @@ def test_one_rank_gives_the_full_simulations_result(protocol, algorithm, topolog
         assert folded.breakdown == full.breakdown, (size, full.breakdown, folded.breakdown)
         assert folded.latency_us == full.latency_us
         assert folded.outcome.ends == full.outcome.ends
-        assert folded.outcome.events < full.outcome.events
+        if (protocol, algorithm) in PUSHED and "abandoned" in folded.symmetry:
+            # a pushed all-gather's stores leave over the link that also carries the peers' pulls of this
+            # rank's data, which the fold's one pipe per orbit cannot tell apart from the pushes to the other
+            # peers: once a transfer waits there, the fold must say so and hand over to the full simulation
+            assert "sharing a watched pipe" in folded.symmetry
+        else:
+            assert folded.outcome.events < full.outcome.events
 
 
 @pytest.mark.parametrize("protocol,algorithm", [("simple", "ring"), ("ll", "one-shot"), ("barrier", "two-shot")])

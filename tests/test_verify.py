@@ -93,6 +93,7 @@ def test_shipped_protocol_holds_under_ptx_at_3_ranks_2_iterations(name):
     ("barrier", set()),
     ("simple", set()),
     ("ll128-atomic", set()),
+    ("signal-pad", set()),
 ])
 def test_depends_on_report(name, needed):
     r = _verified(name)

@@ -1,7 +1,7 @@
 """Finding protocols: by name among the shipped ones and the mutants, or by file path.
 
 >>> sorted(list_protocols())
-['barrier', 'll', 'll128', 'll128-atomic', 'sentinel', 'simple']
+['barrier', 'll', 'll128', 'll128-atomic', 'sentinel', 'signal-pad', 'simple']
 >>> load_protocol("ll").algorithms
 ('one-shot', 'two-shot', 'ring')
 """
