@@ -72,39 +72,35 @@ class Family:
 FAMILIES = {
     "pytorch-one-shot": Family(
         "PyTorch symm-mem one_shot_all_reduce, H100 x8",
-        "barrier / one-shot / hgx-h100 / 8 ranks / graph",
-        "pull-based one-shot between two barriers (CUDASymmetricMemoryOps.cu); kraken-style CUDA-event timing "
-        "with launches hidden behind a GPU sleep, so no host launch overhead"),
+        "signal-pad / one-shot / hgx-h100 / 8 ranks / events",
+        "pull-based one-shot between two signal-pad barriers (CUDASymmetricMemoryOps.cu, sync_remote_blocks); "
+        "kraken's CUDA-event timing with launches hidden behind a GPU sleep and L2 flushed before each call"),
     "triton-one-shot": Family(
         "Triton/Helion symm-mem one-shot, H100 x8",
-        "barrier / one-shot / hgx-h100 / 8 ranks / graph",
-        "same pull + barrier structure written in Triton/Helion; same harness"),
+        "signal-pad / one-shot / hgx-h100 / 8 ranks / events",
+        "same pull + CAS signal-pad barrier structure written in Triton/Helion; same harness"),
     "pytorch-two-shot": Family(
         "PyTorch symm-mem two_shot_all_reduce",
-        "barrier / two-shot / hgx-h100 x8 (S20) or hgx-b200 x2 (S27) / graph",
-        "reduce-scatter + all-gather between barriers; S20 launch hidden, S27 CUDA graph"),
+        "signal-pad / two-shot / hgx-h100 x8 / events",
+        "reduce-scatter + all-gather between signal-pad barriers; same harness"),
     "nccl-ring-hidden": Family(
         "NCCL ring via torch.distributed, launch hidden, H100 x8",
-        "ring / fastest of ll, ll128, simple / hgx-h100 / 8 ranks / graph",
-        "the harness names it ring; NCCL picks the protocol, so the fastest ring protocol stands in"),
+        "ring / the protocol NCCL's tuner picks / hgx-h100 / 8 ranks / events",
+        "the harness names it ring; NCCL's tuner picks the protocol (its own model, the analytic one)"),
     "nccl-graph": Family(
         "NCCL default under CUDA graphs",
-        "ring / fastest protocol / preset of the GPU / graph",
-        "S08 (A100 x8, -G 1, in-place), S17 (H100 x2 NVLSTree; the author reports Ring equal), S27 (B200 x2)"),
+        "ring / NCCL's protocol / preset of the GPU / graph",
+        "S08 (A100 x8, -G 1, in-place), S17 (H100 x2 NVLSTree; the author reports Ring equal)"),
     "nccl-eager": Family(
         "NCCL default, eager (nccl-tests or torch.distributed)",
-        "ring / fastest protocol / preset of the GPU / eager",
-        "S01/S04 A100 x8, S14/S16 H100 x8, S25 H20 x8 (as hgx-h100), S02 H200 x8 up to 1 MiB (ring/LL per its "
-        "text), S07 GB200 x4 (ring forced)"),
+        "ring / NCCL's protocol / preset of the GPU / eager (S02: single-call)",
+        "S01/S04 A100 x8, S14/S16 H100 x8, S25 H20 x8 (as hgx-h100), S07 GB200 x4 (ring forced): back-to-back "
+        "eager calls; S02 H200 x8 up to 1 MiB (ring/LL per its text) times one call after a barrier"),
     "vllm-ca": Family(
         "vLLM custom allreduce, H100 x2/4/8 (host-timed)",
-        "barrier / one-shot below 512 KiB (2-4 ranks) or 256 KiB (8 ranks), else two-shot / hgx-h100 / graph",
-        "start barrier, pull from peers, end barrier (csrc/custom_all_reduce.cuh); timed on the host over 5000 "
-        "back-to-back calls, so launch cost overlaps the previous kernel: compared without launch overhead"),
-    "trtllm-ca": Family(
-        "TRT-LLM-style custom allreduce (sgl-kernel), H100 x2/4/8 (host-timed)",
-        "barrier / one-shot or two-shot (same size rule as vLLM) / hgx-h100 / graph",
-        "copy-in, flag barrier, pull, reduce; same host-timed harness as vLLM's rows"),
+        "barrier / one-shot below 512 KiB (2-4 ranks) or 256 KiB (8 ranks), else two-shot / hgx-h100 / host-loop",
+        "start barrier, pull from peers, end barrier with st.release/ld.acquire flags (csrc/custom_all_reduce.cuh); "
+        "timed on the host over 5000 back-to-back calls, so a launch overlaps the previous kernel"),
     "nccl-symmetric-ll": Family(
         "NCCL symmetric-memory LL kernels (one-shot, data-carried flags)",
         "ll / one-shot / hgx-b200 (B200) or gb200-nvl72 (GB200) / launch per row",
@@ -162,11 +158,11 @@ def map_row(row: pd.Series) -> tuple[Case | None, str]:
         if "multimem" in alg:
             return None, "NVLink SHARP multicast (multimem) is not modelled"
         if "one_shot" in alg:
-            return case("pytorch-one-shot", "hgx-h100", n, "one-shot", ("barrier",), "events", note)
+            return case("pytorch-one-shot", "hgx-h100", n, "one-shot", ("signal-pad",), "events", note)
         if "two_shot" in alg:
-            return case("pytorch-two-shot", "hgx-h100", n, "two-shot", ("barrier",), "events", note)
+            return case("pytorch-two-shot", "hgx-h100", n, "two-shot", ("signal-pad",), "events", note)
         if alg == "one-shot":
-            return case("triton-one-shot", "hgx-h100", n, "one-shot", ("barrier",), "events", note)
+            return case("triton-one-shot", "hgx-h100", n, "one-shot", ("signal-pad",), "events", note)
         if "NCCL" in lib:
             return case("nccl-ring-hidden", "hgx-h100", n, "ring", NCCL_RING_PROTOCOLS, "events", note)
     if src == "S27":
@@ -241,19 +237,27 @@ def load_cases(csv: Path) -> tuple[list[Case], list[tuple[str, str, str]]]:
 _TOPOLOGIES: dict[str, object] = {}
 
 
-def predict(case: Case, model: str, costs: dict | None = None) -> float:
-    """The model's time for a case (the fastest protocol when several stand in)."""
+def _request(case: Case, protocol: str, costs: dict | None) -> SimRequest:
     topo = _TOPOLOGIES.get(case.topology)
     if topo is None:
         topo = _TOPOLOGIES[case.topology] = load_topology(case.topology)
+    return SimRequest(topology=topo, ranks=case.ranks, algorithm=case.algorithm, protocol=load_protocol(protocol),
+                      size_bytes=case.size, launch=case.launch, costs=dict(costs or {}))
+
+
+def nccl_choice(case: Case) -> str:
+    """The ring protocol NCCL's tuner runs for ``case``: the one its own cost model (the analytic model, NCCL
+    2.30's tuning tables) times fastest."""
+    _, analytic = get_model("analytic")
+    return min(case.protocols, key=lambda name: analytic(_request(case, name, None)).latency_us)
+
+
+def predict(case: Case, model: str, costs: dict | None = None) -> float:
+    """The model's time for a case: of the protocol the library picks when several stand in (NCCL's tuner
+    for NCCL rows)."""
     _, fn = get_model(model)
-    best = math.inf
-    for name in case.protocols:
-        request = SimRequest(topology=topo, ranks=case.ranks, algorithm=case.algorithm,
-                             protocol=load_protocol(name), size_bytes=case.size, launch=case.launch,
-                             costs=dict(costs or {}) if model == "des" else {})
-        best = min(best, fn(request).latency_us)
-    return best
+    name = case.protocols[0] if len(case.protocols) == 1 else nccl_choice(case)
+    return fn(_request(case, name, costs if model == "des" else None)).latency_us
 
 
 def error_pct(predicted: float, measured: float) -> float:
