@@ -46,9 +46,11 @@ def latency(model: str, *args) -> float:
     return get_model(model)[1](request(*args)).latency_us
 
 
-def barrier_share(topo: str, ranks: int, algorithm: str, size: int, launch: str) -> tuple[float, float, float]:
-    """``(latency, share of the critical path in barrier operations, share in sync)`` of the barrier protocol."""
-    run = run_des(request(topo, ranks, algorithm, "barrier", size, launch))
+def barrier_share(topo: str, ranks: int, algorithm: str, size: int, launch: str,
+                  protocol: str = "barrier") -> tuple[float, float, float]:
+    """``(latency, share of the critical path in barrier operations, share in sync)`` of a barrier protocol
+    (``barrier``: flag stores; ``signal-pad``: PyTorch SymmetricMemory's atomic signals)."""
+    run = run_des(request(topo, ranks, algorithm, protocol, size, launch))
     total = run.latency_us
     barrier = sum(s.duration_us for s in run.steps if _is_barrier(s))
     return total, barrier / total, run.breakdown["sync"] / total
@@ -96,16 +98,17 @@ def main(argv: list[str] | None = None) -> int:
     launch = args.launch
 
     print(f"## Barrier share, 8 x H100 ({launch})")
-    print("| algorithm | size | barrier latency us | barrier ops share | sync share | ll us | sentinel us | "
-          "barrier / ll |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for algorithm in ("one-shot", "two-shot"):
-        for size in (8, 64, 256, 1024):
-            total, share, sync = barrier_share("hgx-h100", 8, algorithm, size, launch)
-            ll = latency("des", "hgx-h100", 8, algorithm, "ll", size, launch)
-            sentinel = latency("des", "hgx-h100", 8, algorithm, "sentinel", size, launch)
-            print(f"| {algorithm} | {size} | {total:.2f} | {share * 100:.0f} % | {sync * 100:.0f} % | {ll:.2f} | "
-                  f"{sentinel:.2f} | {total / ll:.2f}x |")
+    print("| protocol | algorithm | size | latency us | barrier ops share | sync share | ll us | sentinel us | "
+          "protocol / ll |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for protocol in ("barrier", "signal-pad"):
+        for algorithm in ("one-shot", "two-shot"):
+            for size in (8, 64, 256, 1024):
+                total, share, sync = barrier_share("hgx-h100", 8, algorithm, size, launch, protocol)
+                ll = latency("des", "hgx-h100", 8, algorithm, "ll", size, launch)
+                sentinel = latency("des", "hgx-h100", 8, algorithm, "sentinel", size, launch)
+                print(f"| {protocol} | {algorithm} | {size} | {total:.2f} | {share * 100:.0f} % | {sync * 100:.0f} % | "
+                      f"{ll:.2f} | {sentinel:.2f} | {total / ll:.2f}x |")
 
     print(f"\n## Ring at 8 B, 8 x H100 ({launch})")
     for model in ("des", "analytic"):

@@ -26,8 +26,9 @@ Store / Atomic (non-blocking issue)
 Load (non-blocking; the register is ready later)
     Remote: the request travels to the owner (route latency +
     ``remote_read_us``), the bytes come back through the owner→reader links
-    and the reader's load engine, plus the return latency. Acquire loads
-    block until ready.
+    and the reader's load engine (``channels × cta_bytes_in_flight`` per
+    round trip, Little's law), plus the return latency. Local: through HBM
+    and the local-load engine. Acquire loads block until ready.
 PollUntil (blocking)
     Samples its lines every ``poll_period_us`` (local) or every round trip
     (remote, each sample being a remote load) from when it starts; it
@@ -40,10 +41,16 @@ Fence (blocking)
     Waits until every store, atomic and load the thread issued is
     acknowledged, then ``fence_sys_us`` (``fence_gpu_us`` at gpu scope,
     plus ``fence_sc_extra_us`` for ``fence.sc``).
-Reduce / WriteOutput (blocking)
-    Wait for their register sources, then move the bytes they read from
-    input (registers are already on chip) and write to the output through
-    the HBM pipe at ``hbm_efficiency × hbm_gbps``.
+Reduce / WriteOutput (non-blocking side work of the thread)
+    Start as their register sources start filling (a register filled by a
+    long load or receive streams: its first bytes are ready before its
+    last) and end no earlier than the last source. A reduce adds
+    ``operands − 1`` vectors at ``channels × fp32_lanes_per_sm ×
+    sm_clock_ghz`` elements per µs and reads its input operand through HBM
+    (``hbm_efficiency × hbm_gbps``) and the local-load engine
+    (``channels × cta_local_load_gbps``); an output write moves its bytes
+    through HBM. Their end is outstanding work a group barrier, fence or
+    kernel end waits for.
 SyncGroup (blocking)
     Waits until the thread group finished issuing everything it issued
     (stores drained into the network, loads returned), then
@@ -430,7 +437,8 @@ class Rank(OpVisitor):
                 pipes = out[0]
                 if op.kind == ATOMIC and isinstance(op.operand, tuple):
                     wire *= self._pair(owner)[0].costs.atomic_wire_factor
-                    cap = self.sim.atomic_share(owner)
+                    cap = min(self.sim.atomic_share(owner),
+                              min(pipe.rate for pipe in pipes) / self.sim.atomic_fan_out(self.rank))
             plans.append((pipes, wire, start, rate, cap))
         # Equal pushes complete together anyway (below), so one slice each is enough for them. The members
         # share the CTAs' outstanding bytes.
@@ -473,8 +481,9 @@ class Rank(OpVisitor):
         """Place a transfer whose first pipe is its issuing engine: the CTAs keep ``burst`` bytes outstanding,
         so that much leaves at the rate of the other pipes, and only the rest is paced by the engine (at most
         ``sustained``); ``cap`` limits both (Little's law: the engine's rate is the bytes in flight over the
-        round trip, a token bucket of ``burst``)."""
-        if burst <= 0:
+        round trip, a token bucket of ``burst``). A capped transfer (a data atomic's share) runs at its cap
+        as a whole: its burst is within the cap, not beside it."""
+        if burst <= 0 or cap < math.inf:
             return place(pipes, nbytes, start, min(sustained, cap))
         head = nbytes if nbytes < burst else burst
         finish = place(pipes[1:], head, start, cap) if len(pipes) > 1 else start
@@ -568,6 +577,13 @@ class Rank(OpVisitor):
         # A leader's flag or counter is a few bytes: link arbitration interleaves packets, so it does not
         # queue behind bulk transfers and costs latency only.
         pipes = () if op.leader else out[0]
+        if unit and pipes:
+            # the rank's data atomics to its other owners run concurrently (a thread or warp per owner) and
+            # share its engine and links fairly, each at most its owner's L2 share (placed one after another
+            # at their caps, the last would get what the first left)
+            fair = min(pipe.rate for pipe in pipes) / sim.atomic_fan_out(self.rank)
+            if fair < cap:
+                cap = fair
         delay = out[2] if atomic else out[1]
         back = out[3]
         if op.leader or out[4] <= 1:
@@ -585,7 +601,8 @@ class Rank(OpVisitor):
             self._issued(th, tr, land)
             return tr
 
-        th.pending.append(sim.env.process(sim.issue_pieces(pipes, wire, t, out[4], finished)))
+        th.pending.append(sim.env.process(sim.issue_pieces(pipes, wire, t, out[4], finished, cap,
+                                                           burst=self.burst)))
         return None
 
     def _out_facts(self, owner: int) -> tuple:
@@ -687,7 +704,8 @@ class Rank(OpVisitor):
             self._loaded(th, op, tr)
             return tr
 
-        proc = sim.env.process(sim.issue_pieces(pipes, wire, start, pieces, finished))
+        proc = sim.env.process(sim.issue_pieces(pipes, wire, start, pieces, finished,
+                                                sustained=self._load_rate(owner), burst=self.burst))
         th.pending.append(proc)
         self.reg_pending[op.into] = proc
 

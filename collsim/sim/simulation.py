@@ -18,6 +18,7 @@ count grows with ``P``.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
 
@@ -25,7 +26,7 @@ import simpy
 
 from collsim.errors import CollsimError, InputError
 from collsim.sim.costs import Costs
-from collsim.sim.links import Pipe, Transfer, WatchedPipe, reserve
+from collsim.sim.links import Pipe, Transfer, WatchedPipe, place, reserve
 from collsim.sim.lower import ATOMIC, Block
 from collsim.sim.memo import PerTopology
 from collsim.sim.memory import SENTINEL, Memory
@@ -139,7 +140,7 @@ class Simulation:
         self.elem_bytes = elem_bytes
         self._atomic_shares: dict[int, float] = {}
         #: owner -> how many ranks' programs apply data atomics to its memory
-        self._atomic_senders = _atomic_senders(programs) if data_atomics else {}
+        self._atomic_senders, self._atomic_fan_out = _atomic_senders(programs) if data_atomics else ({}, {})
         if fold is None:
             self._alias: dict = {}
             self._watched: frozenset = frozenset()
@@ -184,6 +185,10 @@ class Simulation:
                                                   / senders)
         return share
 
+    def atomic_fan_out(self, rank: int) -> int:
+        """How many other ranks' memory ``rank``'s program applies data atomics to (at least 1)."""
+        return self._atomic_fan_out.get(rank, 1)
+
     def route(self, src: int, dst: int) -> RouteInfo:
         """The route ``src -> dst`` with this simulation's pipes for its links (cached)."""
         key = (src, dst)
@@ -204,8 +209,11 @@ class Simulation:
         return info
 
     def issue_pieces(self, pipes: tuple[Pipe, ...], nbytes: float, start: float, pieces: int,
-                     finished: Callable[[float], Any]):
-        """Fine-grained reference: issue ``pieces`` equal parts, each when the previous one is through."""
+                     finished: Callable[[float], Any], cap: float = math.inf, sustained: float = math.inf,
+                     burst: float = 0.0):
+        """Fine-grained reference: issue ``pieces`` equal parts, each when the previous one is through, paced
+        as a whole-range transfer is (:meth:`Rank._place_burst`: the first ``burst`` bytes leave without the
+        issuing engine's pacing, the rest at most at ``sustained``, all at most at ``cap``)."""
         env = self.env
         part = nbytes / pieces
         t = start
@@ -214,7 +222,8 @@ class Simulation:
             if t > env.now:
                 self.events += 1
                 yield env.timeout(t - env.now)
-            finish = reserve(pipes, part, max(t, env.now))
+            finish = Rank._place_burst(pipes, part, max(t, env.now), burst, sustained, cap)
+            burst = burst - part if burst > part else 0.0
             t = finish
         return finished(finish)
 
@@ -264,8 +273,9 @@ class Simulation:
         self.env = None
 
 
-def _atomic_senders(programs: list[list[Any]]) -> dict[int, int]:
-    """owner -> the number of ranks whose items apply a data atomic to its memory."""
+def _atomic_senders(programs: list[list[Any]]) -> tuple[dict[int, int], dict[int, int]]:
+    """``(owner -> the number of ranks whose items apply a data atomic to its memory, rank -> the number of
+    other ranks its items apply data atomics to)``."""
     senders: dict[int, set[int]] = {}
 
     def walk(items: list[Any], rank: int) -> None:
@@ -278,7 +288,12 @@ def _atomic_senders(programs: list[list[Any]]) -> dict[int, int]:
 
     for rank, items in enumerate(programs):
         walk(items, rank)
-    return {owner: len(ranks) for owner, ranks in senders.items()}
+    fan_out: dict[int, int] = {}
+    for owner, ranks in senders.items():
+        for rank in ranks:
+            if rank != owner:
+                fan_out[rank] = fan_out.get(rank, 0) + 1
+    return {owner: len(ranks) for owner, ranks in senders.items()}, fan_out
 
 
 def buffer_inits(program: Any) -> dict[str, Any]:
