@@ -142,15 +142,21 @@ def _topology(name: str, load) -> object:
 
 
 def groups(sweep: Sweep, model: str) -> list[tuple]:
-    """The simulation tasks of ``sweep``: one per (topology, protocol, algorithm, ranks), costliest first."""
+    """The simulation tasks of ``sweep``: one per (topology, protocol, algorithm, ranks), costliest first; a
+    program the topology cannot run (multimem operations without NVLink SHARP switches) is left out."""
+    from collsim.config import unsupported_reason
     from collsim.ir.registry import list_protocols, load_protocol
+    from collsim.topology import load_topology
 
     tasks = []
     for name, counts in sweep.ranks.items():
+        topo = _topology(name, load_topology)
         for protocol_name in list_protocols():
             protocol = load_protocol(protocol_name)
             for algorithm in protocol.algorithms:
                 for n in counts:
+                    if unsupported_reason(protocol, algorithm, n, topo):
+                        continue
                     tasks.append((name, protocol_name, algorithm, n, sweep.sizes, sweep.launches, model))
     tasks.sort(key=lambda t: -t[3] ** 2)
     return tasks

@@ -4,6 +4,8 @@ The public facade. Everything else is internal and may change.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from collsim.errors import (
     CollsimError,
     InputError,
@@ -11,30 +13,28 @@ from collsim.errors import (
     UnsupportedError,
     VerificationRefused,
 )
+from collsim.version import __version__
 
-__version__ = "0.1.0"
-
-# The API entry points load lazily, so ``import collsim`` stays cheap.
-_LAZY = {
-    "simulate": ("collsim.models", "simulate"),
-    "run_scenario": ("collsim.results", "run_scenario"),
-    "load_scenario": ("collsim.scenario", "load_scenario"),
-}
+_ENTRY_POINTS = ("simulate", "run_scenario", "load_scenario")
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        module, attr = _LAZY[name]
-        value = getattr(importlib.import_module(module), attr)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'collsim' has no attribute {name!r}")
+def __getattr__(name: str) -> Any:
+    # The API entry points load on first use, so ``import collsim`` stays cheap.
+    if name == "simulate":
+        from collsim.models import simulate as value  # lazy: start-up
+    elif name == "run_scenario":
+        from collsim.runner.run import run_scenario as value  # lazy: start-up
+    elif name == "load_scenario":
+        from collsim.scenario import load_scenario as value  # lazy: start-up
+    else:
+        raise AttributeError(f"module 'collsim' has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_ENTRY_POINTS))
+
 
 __all__ = [
     "__version__",

@@ -31,6 +31,12 @@ Rules every executor follows, so results do not depend on where tasks ran:
 * ``progress`` hears about every item as it finishes (completion order);
   the returned list is in item order.
 
+Ctrl-C stops every executor the same way: the worker processes a pool or a
+local Dask cluster starts never see the terminal's interrupt themselves
+(:func:`children_ignore_interrupts`), so none of them prints a traceback;
+the caller gets the ``KeyboardInterrupt``, and closing the executor stops
+the workers at once instead of letting their tasks finish.
+
 Items are sent in chunks (about eight per worker, at most 64 items each)
 to keep per-task overhead low. When the caller knows items' relative costs
 (``weights``), chunks hold about equal cost instead of equal counts and the
@@ -50,6 +56,8 @@ Examples
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -57,7 +65,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from collsim.errors import InputError
+from collsim.errors import InputError, is_interrupt
+from collsim.version import __version__
 
 __all__ = [
     "EXECUTORS",
@@ -69,6 +78,7 @@ __all__ = [
     "executor_label",
     "progress_bar",
     "usable_cpus",
+    "children_ignore_interrupts",
 ]
 
 #: The executor kinds :func:`open_executor` and ``collsim run --executor`` accept.
@@ -131,11 +141,39 @@ def _describe(exc: BaseException) -> str:
 
 
 def _call(fn: Callable[[Any], Any], item: Any) -> tuple[bool, Any, str | None]:
-    """``(True, value, None)`` or ``(False, error text, traceback)``; never raises an ``Exception``."""
+    """``(True, value, None)`` or ``(False, error text, traceback)``; raises nothing but an interrupt."""
     try:
         return True, fn(item), None
     except Exception as exc:  # noqa: BLE001 - every failure is reported with its item
+        if is_interrupt(exc):  # Ctrl-C wrapped by a library (ctypes, for z3): not this item's failure
+            raise
         return False, _describe(exc), traceback.format_exc()
+
+
+@contextmanager
+def children_ignore_interrupts() -> Iterator[None]:
+    """Processes started inside (and by threads started inside) never receive the terminal's Ctrl-C.
+
+    SIGINT is blocked in the calling thread meanwhile: a blocked signal stays blocked across ``fork`` and
+    ``exec`` and in threads created meanwhile (a Dask cluster's event loop, which starts its worker
+    processes), and Python leaves a signal mask as it finds it. So a Ctrl-C reaches this process alone
+    (pending until the block ends, if no other thread takes it), which stops its workers itself: none of
+    them dies printing a ``KeyboardInterrupt`` traceback halfway through importing collsim. A no-op where
+    signal masks do not exist or off the main thread.
+    """
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    # multiprocessing starts its resource tracker with SIGINT blocked and then *unblocks* it in the calling
+    # thread, which would end the block early: start it first.
+    from multiprocessing import resource_tracker  # lazy: only where signal masks exist (POSIX)
+
+    resource_tracker.ensure_running()
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _run_chunk(fn: Callable[[Any], Any], chunk: Sequence[tuple[int, Any]]) -> list[tuple[int, bool, Any, str | None]]:
@@ -218,6 +256,8 @@ class Executor:
     def __init__(self) -> None:
         self.workers = 1
         self._weights: list[float] | None = None
+        #: set when a map was interrupted (Ctrl-C): :meth:`close` stops workers without waiting for their tasks
+        self.interrupted = False
 
     # -- lifecycle
     def __enter__(self) -> "Executor":
@@ -255,6 +295,10 @@ class Executor:
         on_outcome, close = _progress_callback(progress, len(items))
         try:
             self._run(fn, outcomes, on_outcome, max(0, int(retries)), chunksize)
+        except BaseException as exc:
+            if is_interrupt(exc):
+                self.interrupted = True  # close() then stops the workers instead of waiting for them
+            raise
         finally:
             close()
         return outcomes
@@ -325,15 +369,15 @@ class _FuturesExecutor(Executor):
             chunks[future] = indices
 
         weights = self._weights
-        if weights is not None:
-            for indices in _weighted_chunks(weights, self.workers, chunksize or MAX_CHUNK):
-                submit(indices)
-        else:
-            for start in range(0, len(outcomes), size):
-                submit(list(range(start, min(start + size, len(outcomes)))))
-        if not chunks:
-            return
         try:
+            if weights is not None:
+                for indices in _weighted_chunks(weights, self.workers, chunksize or MAX_CHUNK):
+                    submit(indices)
+            else:
+                for start in range(0, len(outcomes), size):
+                    submit(list(range(start, min(start + size, len(outcomes)))))
+            if not chunks:
+                return
             for future in self._completed():
                 indices = chunks.pop(future)
                 whole = False
@@ -390,7 +434,8 @@ class _PoolExecutor(_FuturesExecutor):
         from concurrent.futures.process import BrokenProcessPool
 
         try:
-            future = self._pool.submit(_run_chunk, fn, chunk)
+            with children_ignore_interrupts():  # the pool starts its workers as tasks are submitted
+                future = self._pool.submit(_run_chunk, fn, chunk)
         except BrokenProcessPool:
             if not self._owned or self._restarts >= MAX_POOL_RESTARTS:
                 raise
@@ -400,7 +445,8 @@ class _PoolExecutor(_FuturesExecutor):
 
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=self._context)
-            future = self._pool.submit(_run_chunk, fn, chunk)
+            with children_ignore_interrupts():
+                future = self._pool.submit(_run_chunk, fn, chunk)
         self._pending.add(future)
         return future
 
@@ -420,8 +466,17 @@ class _PoolExecutor(_FuturesExecutor):
 
     def close(self) -> None:
         self._cancel()
-        if self._owned:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+        if not self._owned:
+            return
+        if self.interrupted:
+            # The workers ignore Ctrl-C and would finish their chunks first: stop them now (SIGTERM ends a
+            # worker silently), then let the pool notice and shut down.
+            for process in list((getattr(self._pool, "_processes", None) or {}).values()):
+                try:
+                    process.terminate()
+                except (OSError, ValueError, AttributeError):  # already gone
+                    pass
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def usable_cpus() -> int:
@@ -470,6 +525,7 @@ class _AutoExecutor(Executor):
 
     def close(self) -> None:
         if self._pool is not None:
+            self._pool.interrupted = self._pool.interrupted or self.interrupted
             self._pool.close()
 
 
@@ -496,8 +552,6 @@ class _MapExecutor(Executor):
 
 def _worker_version() -> str:
     """collsim's version on a Dask worker (checked when connecting to a cluster)."""
-    from collsim import __version__
-
     return __version__
 
 
@@ -509,7 +563,9 @@ class _DaskExecutor(_FuturesExecutor):
     def __init__(self, scheduler: str | None = None, workers: int | None = None, client: Any = None) -> None:
         super().__init__()
         try:
-            from distributed import Client, LocalCluster, as_completed
+            # importing distributed starts its event loop thread, which later starts the worker processes
+            with children_ignore_interrupts():
+                from distributed import Client, LocalCluster, as_completed
         except ImportError as err:  # pragma: no cover - dask[distributed] is a dependency
             raise InputError(f"--executor dask needs dask.distributed ({err})", field="--executor") from None
         self._as_completed_cls = as_completed
@@ -522,15 +578,18 @@ class _DaskExecutor(_FuturesExecutor):
             import logging
 
             n = workers or os.cpu_count() or 1
-            self._cluster = LocalCluster(
-                n_workers=n,
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address=None,
-                host="127.0.0.1",
-                silence_logs=logging.ERROR,
-            )
-            self._client = Client(self._cluster, set_as_default=False)
+            with children_ignore_interrupts():
+                self._cluster = LocalCluster(
+                    n_workers=n,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                    host="127.0.0.1",
+                    # the workers' own log lines (a lost heartbeat while the cluster shuts down after Ctrl-C) are
+                    # noise to the user: a task's failure comes back as its outcome, with the error
+                    silence_logs=logging.CRITICAL,
+                )
+                self._client = Client(self._cluster, set_as_default=False)
         else:
             address = scheduler if "://" in scheduler else f"tcp://{scheduler}"
             try:
@@ -546,8 +605,6 @@ class _DaskExecutor(_FuturesExecutor):
         self.workers = max(1, sum(self._client.nthreads().values()))
 
     def _check_workers(self, address: str) -> None:
-        from collsim import __version__
-
         try:
             if not self._client.nthreads():
                 self._client.wait_for_workers(1, timeout=WORKER_WAIT_S)

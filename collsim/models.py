@@ -19,11 +19,15 @@ Examples
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from collsim.config import (DTYPES, LAUNCH_MODES, OPS, RunConfig, algorithm_names, fabric_reason, resolve_protocol,
+                            resolve_topology, unsupported_reason)
 from collsim.errors import InputError, UnsupportedError
+from collsim.lru import LRUCache
 
 __all__ = [
     "BREAKDOWN_KEYS",
@@ -33,47 +37,26 @@ __all__ = [
     "SimRequest",
     "SimResult",
     "ModelFn",
+    "ModelRef",
+    "PerformanceModel",
     "register_model",
     "list_models",
     "default_model",
+    "performance_model",
     "get_model",
+    "model_description",
     "validate_costs",
+    "model_ref",
+    "model_function",
     "unsupported_reason",
     "resolve_topology",
     "resolve_protocol",
     "simulate",
+    "checked_request",
 ]
 
 #: Keys of :attr:`SimResult.breakdown`, in display order.
 BREAKDOWN_KEYS: tuple[str, ...] = ("launch", "sync", "data", "reduce")
-
-#: How a collective is launched and timed (the measurement harness): ``graph``: CUDA-graph steady state;
-#: ``eager``: back-to-back launches on a stream (nccl-tests without -G), each overlapping the running kernel;
-#: ``host-loop``: back-to-back calls timed on the host (launches overlap the same way); ``events``: one call
-#: between two CUDA events with its launch hidden (kraken-style benchmarks); ``single-call``: one call on an
-#: idle stream between two CUDA events, its launch inside the interval. The des model says what each adds
-#: to the kernel (collsim.sim.model.harness_us).
-LAUNCH_MODES: tuple[str, ...] = ("eager", "graph", "host-loop", "events", "single-call")
-
-#: Element size in bytes of every dtype collsim knows (nccl-tests' names).
-DTYPES: dict[str, int] = {
-    "int8": 1,
-    "uint8": 1,
-    "float8_e4m3": 1,
-    "float8_e5m2": 1,
-    "float16": 2,
-    "bfloat16": 2,
-    "int32": 4,
-    "uint32": 4,
-    "float32": 4,
-    "int64": 8,
-    "uint64": 8,
-    "float64": 8,
-}
-
-#: Reduction operators (nccl-tests' ``redop`` names).
-OPS: tuple[str, ...] = ("sum", "prod", "min", "max", "avg")
-
 
 # ---------------------------------------------------------------------------
 # request and result
@@ -90,10 +73,10 @@ class SimRequest:
     ranks : int
         Number of participating GPUs; they are GPUs ``0 .. ranks-1``.
     algorithm : str
-        One of :data:`collsim.ir.registry.ALGORITHMS`.
+        One of :data:`collsim.algorithms.ALGORITHMS`.
     protocol : Protocol
         A loaded protocol (``name``, ``algorithms``, ``analytic_family``,
-        ``payload_efficiency``, ``sync_rounds(algorithm)``).
+        ``payload_efficiency``, ``barriers_per_exchange``, ``barriers_per_launch``).
     size_bytes : int
         Bytes per rank (the nccl-tests ``size`` column).
     launch : str
@@ -120,6 +103,14 @@ class SimRequest:
     op: str = "sum"
     costs: Mapping[str, Any] = field(default_factory=dict)
     timeline: bool = False
+
+    @classmethod
+    def of(cls, config: RunConfig, costs: Mapping[str, Any] | None = None, timeline: bool = False) -> "SimRequest":
+        """The request for a checked configuration, with the model's cost overrides."""
+        return cls(topology=config.topology, ranks=config.ranks, algorithm=config.algorithm,
+                   protocol=config.protocol, size_bytes=config.size_bytes, launch=config.launch,
+                   channels=config.channels, dtype=config.dtype, elem_bytes=config.elem_bytes, op=config.op,
+                   costs=dict(costs or {}), timeline=timeline)
 
     @property
     def count(self) -> int:
@@ -229,15 +220,35 @@ ModelFn = Callable[[SimRequest], SimResult]
 # registry
 
 
-@dataclass
-class _Entry:
+@dataclass(frozen=True)
+class PerformanceModel:
+    """A registered performance model: what ``--model NAME`` / ``model: NAME`` runs.
+
+    Attributes
+    ----------
+    name : str
+        The name users give.
+    fn : callable
+        ``fn(SimRequest) -> SimResult``.
+    description : str
+        One line for ``--help`` and listings.
+    validate_costs : callable or None
+        ``validate_costs(costs)`` raises :class:`InputError` (``field`` set to
+        ``costs.<key>``) for a cost override the model cannot use.
+    """
+
     name: str
     fn: ModelFn
-    description: str
-    validate_costs: Callable[[Mapping[str, Any]], None] | None
+    description: str = ""
+    validate_costs: Callable[[Mapping[str, Any]], None] | None = None
+
+    def check_costs(self, costs: Mapping[str, Any] | None) -> None:
+        """Raise :class:`InputError` when ``costs`` holds an override this model cannot use."""
+        if costs and self.validate_costs is not None:
+            self.validate_costs(costs)
 
 
-_MODELS: dict[str, _Entry] = {}
+_MODELS: dict[str, PerformanceModel] = {}
 _DEFAULT: str | None = None
 _FALLBACK_DEFAULT = "analytic"
 #: Packages that register models when imported.
@@ -271,14 +282,18 @@ def register_model(
         scenario load time so errors point at the file.
     """
     global _DEFAULT
-    _MODELS[name] = _Entry(name, fn, description, validate_costs)
+    _MODELS[name] = PerformanceModel(name, fn, description, validate_costs)
     if default:
         _DEFAULT = name
     return fn
 
 
 def _discover() -> None:
-    """Import the packages that register models (once; a package not installed is skipped)."""
+    """Import the packages that register models (once; a package not installed is skipped).
+
+    The packages are named as data, not imported by statement: they import this module to register, and
+    this module never depends on them (the import graph stays a tree; see tests/test_import_graph.py).
+    """
     global _discovered
     if _discovered:
         return
@@ -322,15 +337,25 @@ def __getattr__(name: str) -> Any:  # DEFAULT_MODEL resolves lazily
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def get_model(name: str | None) -> tuple[str, ModelFn]:
-    """Return ``(name, fn)`` for ``name`` (the default when ``None``)."""
+def performance_model(name: str | None) -> PerformanceModel:
+    """The registered model called ``name`` (the default when ``None``); an unknown name is an InputError.
+
+    >>> performance_model("analytic").name
+    'analytic'
+    """
     _discover()
     if name is None:
         name = default_model()
     entry = _MODELS.get(name)
     if entry is None:
         raise InputError(f"unknown model {name!r}", field="model", choices=list_models())
-    return name, entry.fn
+    return entry
+
+
+def get_model(name: str | None) -> tuple[str, ModelFn]:
+    """``(name, fn)`` of :func:`performance_model` ``(name)``; kept for callers written before it."""
+    entry = performance_model(name)
+    return entry.name, entry.fn
 
 
 def model_description(name: str) -> str:
@@ -342,61 +367,55 @@ def model_description(name: str) -> str:
 
 def validate_costs(model: str | None, costs: Mapping[str, Any] | None) -> None:
     """Check cost overrides against ``model``; raises :class:`InputError`."""
-    name, _ = get_model(model)
-    entry = _MODELS[name]
-    if costs and entry.validate_costs is not None:
-        entry.validate_costs(costs)
+    performance_model(model).check_costs(costs)
 
 
 # ---------------------------------------------------------------------------
-# resolution helpers shared with the scenario runner
+# a model's function where rows run (another process, a Dask worker)
+
+ModelRef = tuple[str, str]
+
+#: Model functions imported in this process, by :data:`ModelRef`.
+_IMPORTED_FUNCTIONS: "LRUCache[ModelFn | None]" = LRUCache(maxsize=64)
 
 
-def resolve_topology(topology: Any) -> Any:
-    """Load ``topology`` (preset name, path or dict) unless it is already loaded."""
-    if hasattr(topology, "num_gpus") and hasattr(topology, "route"):
-        return topology
-    from collsim.topology import load_topology
+def model_ref(name: str) -> ModelRef | None:
+    """``(module, qualified name)`` of model ``name``'s function, if a worker can import it from there.
 
-    return load_topology(topology)
-
-
-def resolve_protocol(protocol: Any) -> Any:
-    """Load ``protocol`` by name unless it is already a protocol object."""
-    if not isinstance(protocol, str):
-        return protocol
-    from collsim.ir.registry import load_protocol
-
-    return load_protocol(protocol)
-
-
-def algorithm_names() -> tuple[str, ...]:
-    """The algorithms collsim knows."""
-    from collsim.ir.registry import ALGORITHMS
-
-    return tuple(ALGORITHMS)
+    >>> model_ref("analytic")
+    ('collsim.analytic.model', 'analytic_model')
+    """
+    try:
+        fn = performance_model(name).fn
+    except InputError:
+        return None
+    module, qualname = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
+    if not module or "<" in qualname or module == "__main__":
+        return None
+    obj: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+    return (module, qualname) if obj is fn else None
 
 
-def unsupported_reason(protocol: Any, algorithm: str, ranks: int) -> str | None:
-    """Why ``protocol`` cannot run ``algorithm`` on ``ranks`` GPUs, or ``None`` if it can."""
-    supported = tuple(getattr(protocol, "algorithms", ()))
-    if algorithm not in supported:
-        return (
-            f"protocol {protocol.name!r} has no {algorithm!r} program "
-            f"(it supports: {', '.join(supported) or 'nothing'})"
-        )
-    if ranks < 2:
-        return f"an AllReduce needs at least 2 ranks, got {ranks}"
-    check = getattr(protocol, "unsupported_reason", None)
-    if callable(check):
-        return check(algorithm, ranks)
-    return None
+def _import_function(ref: ModelRef) -> ModelFn | None:
+    try:
+        obj: Any = importlib.import_module(ref[0])
+        for part in ref[1].split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError):
+        return None
+    return obj if callable(obj) else None
 
 
-def _check_choice(value: Any, choices: tuple[str, ...] | list[str], what: str, fld: str) -> str:
-    if value not in choices:
-        raise InputError(f"unknown {what} {value!r}", field=fld, choices=list(choices))
-    return value
+def model_function(name: str, ref: ModelRef | None) -> ModelFn:
+    """The function to run for model ``name``: the one at ``ref`` (what the process that made the row had
+    registered), else this process's registry's."""
+    if ref is not None:
+        fn = _IMPORTED_FUNCTIONS.get(ref, lambda: _import_function(ref))
+        if fn is not None:
+            return fn
+    return performance_model(name).fn
 
 
 def simulate(
@@ -447,55 +466,42 @@ def simulate(
     Raises
     ------
     InputError
-        For unknown names and out-of-range values.
+        For unknown names and out-of-range values, and when the protocol has
+        no program for this algorithm or rank count (the message lists what can run).
     UnsupportedError
-        When the protocol has no program for this algorithm or rank count; the
-        message lists what can run.
+        When the model cannot cost this configuration.
     """
-    from collsim.units import parse_size
+    config = RunConfig(topology=topology, protocol=protocol, algorithm=algorithm, launch=launch, dtype=dtype,
+                       op=op, ranks=ranks, channels=channels, size_bytes=size_bytes)
+    entry, request = checked_request(config, model=model, costs=costs, timeline=timeline)
+    return entry.fn(request)
 
-    topo = resolve_topology(topology)
-    proto = resolve_protocol(protocol)
-    _check_choice(algorithm, algorithm_names(), "algorithm", "algorithm")
-    _check_choice(launch, LAUNCH_MODES, "launch mode", "launch")
-    _check_choice(dtype, list(DTYPES), "dtype", "dtype")
-    _check_choice(op, OPS, "reduction op", "op")
-    if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
-        raise InputError(f"ranks must be a positive whole number, got {ranks!r}", field="ranks")
-    if ranks > topo.num_gpus:
-        raise InputError(
-            f"{ranks} ranks requested but topology {topo.name!r} has {topo.num_gpus} GPUs", field="ranks"
-        )
-    if channels is not None and (isinstance(channels, bool) or not isinstance(channels, int) or channels < 1):
-        raise InputError(f"channels must be a positive whole number or unset, got {channels!r}", field="channels")
-    size = parse_size(size_bytes) if not isinstance(size_bytes, int) or isinstance(size_bytes, bool) else size_bytes
-    if size <= 0:
-        raise InputError(f"size must be a positive number of bytes, got {size}", field="size")
-    elem = DTYPES[dtype]
-    if size % elem:
-        raise InputError(f"size {size} B is not a whole number of {dtype} elements ({elem} B each)", field="size")
-    why = unsupported_reason(proto, algorithm, ranks)
+
+def checked_request(config: RunConfig, model: str | None = None, costs: Mapping[str, Any] | None = None,
+                    timeline: bool = False) -> tuple[PerformanceModel, SimRequest]:
+    """What :func:`simulate` runs for a checked configuration: the model and the request.
+
+    After the configuration's own checks (:class:`~collsim.config.RunConfig`, field by field): whether the
+    protocol can run it, then the model's name, then its cost overrides.
+
+    Raises
+    ------
+    InputError
+        When the protocol has no program for this algorithm or rank count (the message lists what can run),
+        for an unknown model or a cost override the model cannot use.
+    """
+    why = config.unsupported_reason()
     if why:
+        proto, algorithm = config.protocol, config.algorithm
         runnable = [a for a in algorithm_names() if a in tuple(proto.algorithms)]
-        raise UnsupportedError(
-            f"cannot run {proto.name} {algorithm} on {ranks} ranks: {why}",
+        if algorithm in runnable and config.ranks >= 2 and fabric_reason(proto, algorithm, config.topology):
+            raise InputError(f"cannot run {proto.name} {algorithm} on {config.topology.name}: {why}",
+                             field="topology")
+        raise InputError(
+            f"cannot run {proto.name} {algorithm} on {config.ranks} ranks: {why}",
             field="algorithm" if algorithm not in runnable else "ranks",
             choices=runnable if algorithm not in runnable else None,
         )
-    name, fn = get_model(model)
-    validate_costs(name, costs)
-    request = SimRequest(
-        topology=topo,
-        ranks=ranks,
-        algorithm=algorithm,
-        protocol=proto,
-        size_bytes=size,
-        launch=launch,
-        channels=channels,
-        dtype=dtype,
-        elem_bytes=elem,
-        op=op,
-        costs=dict(costs or {}),
-        timeline=timeline,
-    )
-    return fn(request)
+    entry = performance_model(model)
+    entry.check_costs(costs)
+    return entry, SimRequest.of(config, costs=costs, timeline=timeline)

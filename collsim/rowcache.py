@@ -6,9 +6,10 @@ everything that can change it:
 
 * the row's configuration (ranks, algorithm, launch, size, channels, dtype,
   operator, costs, sweep point) and model name;
-* the topology's content (:attr:`collsim.results.TopologyRef.key`);
-* the protocol: its class, parameters, the program it generates for the
-  row's algorithm, and the source files of its class and base classes;
+* the topology's content (:attr:`collsim.runner.rows.TopologyRef.key`);
+* the protocol: its identity (:attr:`collsim.ir.protocol.Protocol.key`:
+  class, name and parameters), the program it generates for the row's
+  algorithm, and the source files of its class and base classes;
 * collsim's own code and data: every file of the installed package, plus
   the versions of Python, SimPy and networkx.
 
@@ -34,6 +35,13 @@ import sqlite3
 import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
+
+import networkx
+import simpy
+
+from collsim.lru import LRUCache
+from collsim.models import model_ref
+from collsim.sim.model import program_for
 
 __all__ = ["cache_path", "code_digest", "row_key", "load_records", "store_records"]
 
@@ -61,9 +69,6 @@ def _hash_files(paths: Iterable[Path], root: Path | None = None) -> str:
 @functools.lru_cache(maxsize=1)
 def code_digest() -> str:
     """A digest of collsim's package files (code, cost and topology data) and the versions it runs on."""
-    import networkx
-    import simpy
-
     root = Path(__file__).resolve().parent
     files = [p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"]
     versions = f"{sys.version_info[:3]} simpy {simpy.__version__} networkx {networkx.__version__}"
@@ -87,22 +92,20 @@ def _class_sources(cls: type) -> str:
     return _hash_files(files)
 
 
-#: id(program) -> (program, its text): the simulator keeps one program per protocol class, parameters and
-#: algorithm, and every size and rank count of a scenario shares it (kept here too, so the id stays its own)
-_PROGRAM_TEXTS: dict[int, tuple[Any, str]] = {}
+#: The text of the program each protocol generates per algorithm, by protocol identity (Protocol.key): every
+#: size and rank count of a scenario shares it, so it is printed once. Keyed by the class too: a protocol file
+#: loaded twice in one process may define a changed class under the same name.
+_PROGRAM_TEXTS: "LRUCache[str | None]" = LRUCache(maxsize=256)
 
 
 def _program_text(protocol: Any, algorithm: str) -> str | None:
-    from collsim.sim.model import program_for
+    def text() -> str | None:
+        try:
+            return repr(program_for(protocol, algorithm)[0])
+        except Exception:  # noqa: BLE001 - no program means nothing to key it on: the row is simply run
+            return None
 
-    try:
-        program = program_for(protocol, algorithm)[0]
-    except Exception:  # noqa: BLE001 - no program means nothing to key it on: the row is simply run
-        return None
-    found = _PROGRAM_TEXTS.get(id(program))
-    if found is None or found[0] is not program:
-        found = _PROGRAM_TEXTS[id(program)] = (program, repr(program))
-    return found[1]
+    return _PROGRAM_TEXTS.get((type(protocol), protocol.key, algorithm), text)
 
 
 def row_key(row: Any) -> str | None:
@@ -111,26 +114,20 @@ def row_key(row: Any) -> str | None:
     ref = getattr(row, "topology_ref", None)
     if ref is None:
         return None
-    model_ref = row.model_ref
-    if model_ref is None:
-        from collsim.results import _model_ref
-
-        model_ref = _model_ref(row.model)
-    if model_ref is None or not model_ref[0].startswith("collsim."):
+    ref_of_model = row.model_ref if row.model_ref is not None else model_ref(row.model)
+    if ref_of_model is None or not ref_of_model[0].startswith("collsim."):
         return None
     protocol = row.protocol
     sources = _class_sources(type(protocol))
     program = _program_text(protocol, row.algorithm)
     if not sources or program is None:
         return None
-    params = getattr(protocol, "params", {}) or {}
     parts = {
         "version": RECORD_VERSION,
         "code": code_digest(),
         "topology": ref.key,
-        "model": [row.model, *model_ref],
-        "protocol": [f"{type(protocol).__module__}.{type(protocol).__qualname__}",
-                     repr(sorted(params.items())), sources, program],
+        "model": [row.model, *ref_of_model],
+        "protocol": [*protocol.key, sources, program],
         "row": [row.ranks, row.algorithm, row.launch, row.size_bytes, row.channels, row.dtype, row.elem_bytes,
                 row.op, repr(sorted(dict(row.costs).items())), repr(row.sweep)],
     }

@@ -76,14 +76,14 @@ def field_name(path: Iterable[Any]) -> str:
 
 
 def looks_like_path(text: str) -> bool:
-    """True when a one-line string names a file rather than holding YAML.
+    """True when a one-line string names a file (or a directory, given by mistake) rather than holding YAML.
 
     >>> looks_like_path("my_topo.yaml"), looks_like_path("a: 1")
     (True, False)
     """
     if "\n" in text:
         return False
-    return text.lower().endswith(_YAML_SUFFIXES) or os.path.isfile(text)
+    return text.lower().endswith(_YAML_SUFFIXES) or os.path.isfile(text) or os.path.isdir(text)
 
 
 def _read_source(path_or_text: str | os.PathLike[str], filename: str | None) -> tuple[str, str | None]:
@@ -93,12 +93,22 @@ def _read_source(path_or_text: str | os.PathLike[str], filename: str | None) -> 
         return str(path_or_text), filename
     path = Path(path_or_text)
     shown = filename or str(path_or_text)
+    if path.is_dir():
+        raise InputError("is a directory, not a YAML file", file=shown)
     if not path.is_file():
         raise InputError("file not found", file=shown)
     try:
-        return path.read_text(encoding="utf-8"), shown
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"cannot read file: {err}", file=shown) from None
+        data = path.read_bytes()
+    except OSError as err:
+        raise InputError(f"cannot read file: {err.strerror or err}", file=shown) from None
+    if b"\0" in data[:65536]:
+        raise InputError("is a binary file (it holds NUL bytes), not YAML", file=shown)
+    try:
+        return data.decode("utf-8"), shown
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise InputError(f"is not UTF-8 text (byte 0x{data[err.start]:02x} at offset {err.start})", file=shown,
+                         line=line) from None
 
 
 def _index_lines(
@@ -194,7 +204,12 @@ def load_yaml_with_lines(
     collsim.errors.InputError: dup.yaml:2: a: duplicate key 'a'
     """
     text, shown = _read_source(path_or_text, filename)
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as err:  # a character YAML does not allow (a control character)
+        line = text.count("\n", 0, err.position) + 1 if isinstance(err.position, int) else None
+        raise InputError(f"malformed YAML: character {err.character!r} is not allowed in YAML", file=shown,
+                         line=line) from None
     try:
         root = loader.get_single_node()
         if root is None:
@@ -208,8 +223,12 @@ def load_yaml_with_lines(
         raise InputError(
             f"malformed YAML: {problem}", file=shown, line=(mark.line + 1) if mark else None
         ) from None
+    except yaml.reader.ReaderError as err:
+        line = text.count("\n", 0, err.position) + 1 if isinstance(err.position, int) else None
+        raise InputError(f"malformed YAML: character {err.character!r} is not allowed in YAML", file=shown,
+                         line=line) from None
     except yaml.YAMLError as err:
-        raise InputError(f"malformed YAML: {err}", file=shown) from None
+        raise InputError(f"malformed YAML: {' '.join(str(err).split())}", file=shown) from None
     finally:
         loader.dispose()
 

@@ -7,7 +7,7 @@ from collsim.ir.layout import plain_layout
 from collsim.ir.library import barrier, inbox_buffer
 from collsim.ir.ops import Input, Load, Ref, Reg, Store
 from collsim.ir.program import ProgramBuilder
-from collsim.ir.protocol import PEER_INDEX, Exchange, Protocol, Recv, Send
+from collsim.ir.protocol import PEER_INDEX, Exchange, Launch, Protocol, Recv, Send
 from collsim.ir.types import Scope, Sem
 
 LAYOUT = plain_layout(word_bytes=4, store_bytes=16)
@@ -33,9 +33,9 @@ class Barrier(Protocol):
                 "vllm-project/vllm csrc/custom_all_reduce.cuh")
     default_params = {"flag_bits": 64, "arrive_sem": Sem.RELEASE, "wait_sem": Sem.ACQUIRE}
 
-    def sync_rounds(self, algorithm: str) -> int:
-        # one barrier per exchange plus the closing one
-        return {"one-shot": 2, "two-shot": 3}.get(algorithm, 0)
+    # one barrier per exchange plus the closing one
+    barriers_per_exchange = 1
+    barriers_per_launch = 1
 
     def buffers(self, transfer_bytes: Expr) -> tuple[Buffer, ...]:
         # Staging holds the whole message, each piece at its message offset.
@@ -56,7 +56,6 @@ class Barrier(Protocol):
                 b.emit(store)
         # Barrier numbers: 2*seq publishes phase seq; the odd number after a
         # launch's last publish closes it, so numbers never repeat.
-        self._phases = ex.phases_per_iter
         self._barrier(b, 2 * ex.seq, "barrier.publish")
 
         def pull(builder: ProgramBuilder, recv: Recv) -> None:
@@ -66,8 +65,8 @@ class Barrier(Protocol):
         pulls_only = Exchange(ex.phase, ex.phases_per_iter, (), ex.recvs, ex.over_peers, ex.lockstep, ex.consume)
         self.sends_then_recvs(b, pulls_only, lambda *_: None, pull)
 
-    def epilogue(self, b: ProgramBuilder, transfer_bytes: Expr) -> None:
-        self._barrier(b, 2 * (ITER + 1) * self._phases - 1, "barrier.release_buffers")
+    def epilogue(self, b: ProgramBuilder, launch: Launch) -> None:
+        self._barrier(b, 2 * (ITER + 1) * launch.phases_per_iter - 1, "barrier.release_buffers")
 
 
 def _region(rank: Expr, offset: Expr, nbytes: Expr) -> Ref:

@@ -28,11 +28,9 @@ class FakeProtocol:
     name: str = "fake"
     analytic_family: str = "ll"
     payload_efficiency: float = 0.5
-    rounds: int = 0
+    barriers_per_exchange: int = 0
+    barriers_per_launch: int = 0
     algorithms: tuple[str, ...] = ("one-shot", "two-shot", "ring")
-
-    def sync_rounds(self, algorithm: str) -> int:
-        return self.rounds
 
 
 def run(proto, algorithm, size, ranks=8, topo=H100, launch="graph", costs=None, channels=None):
@@ -87,7 +85,9 @@ def test_one_shot_ll_8kib():
 
 
 def test_two_shot_and_sync_rounds():
-    proto = FakeProtocol(analytic_family="simple", payload_efficiency=1.0, rounds=3)
+    # one barrier per exchange (two-shot has 2) and a closing one: 3 rounds
+    proto = FakeProtocol(analytic_family="simple", payload_efficiency=1.0, barriers_per_exchange=1,
+                         barriers_per_launch=1)
     r = run(proto, "two-shot", 1024**2, ranks=4)
     # 8.4 + 2 steps x 3.4 + 3 sync rounds x 0.6
     assert r.breakdown["sync"] == pytest.approx(8.4 + 2 * 3.4 + 3 * 0.6)

@@ -4,15 +4,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from collsim.calibrate.fit import (
-    Evaluator,
-    IdentifiabilityError,
-    calibrate,
-    configs_of,
-    costs_from_values,
-    identifiability,
-    resolve_params,
-)
+from collsim.calibrate.evaluate import Evaluator, configs_of
+from collsim.calibrate.fit import calibrate
+from collsim.calibrate.identify import IdentifiabilityError, identifiability
+from collsim.calibrate.parameters import costs_from_values, resolve_params
 from collsim.calibrate.profile import load_profile, profile_document, read_profile, write_profile
 from collsim.errors import InputError
 
@@ -102,6 +97,33 @@ def test_identifiability_on_a_hand_made_jacobian():
     refused = identifiability(jac, ["a", "b", "c", "d"])
     assert set(refused) == {"b", "c"}
     assert "collinear with a" in refused["b"] and "zero Jacobian column" in refused["c"]
+
+
+def test_a_zero_column_names_the_protocol_family_the_rows_lack():
+    """The family in the reason is each row protocol's declared analytic_family (sentinel is LL-family)."""
+    import numpy as np
+
+    jac = np.array([[1.0, 0.0], [0.5, 0.0], [0.2, 0.0]])
+    names = ["launch_overhead_us", "hw_latency_us.nvlink.ll128"]
+    rows = synthetic("analytic", {}, ranks=(8,), launches=("eager",), configs=(("one-shot", "sentinel"),),
+                     sizes=(1024, 4096, 8192))
+    refused = identifiability(jac, names, configs_of(rows))
+    assert refused == {"hw_latency_us.nvlink.ll128": "the data has no LL128-family rows: zero Jacobian column"}
+    rows = synthetic("analytic", {}, ranks=(8,), launches=("eager",), configs=(("one-shot", "atomic-counter"),),
+                     sizes=(1024, 4096, 8192))
+    refused = identifiability(jac, names, configs_of(rows))
+    assert refused == {"hw_latency_us.nvlink.ll128": "no row's modelled latency depends on it: zero Jacobian column"}
+
+
+def test_worker_processes_cost_what_this_process_costs():
+    rows = synthetic("analytic", {}, ranks=(2, 4, 8), launches=("eager",), configs=(("ring", "ll"), ("one-shot", "ll")))
+    cfgs = configs_of(rows)
+    costs = costs_from_values("analytic", {"launch_overhead_us": 3.0})
+    here = Evaluator("analytic").latencies(cfgs, costs)
+    with Evaluator("analytic", jobs=2) as ev:
+        there = ev.latencies(cfgs, costs)
+        assert ev.calls == len(cfgs) and ev._executor is not None and ev._executor.workers == 2
+    assert list(there) == list(here)
 
 
 def test_unknown_whole_number_and_empty_parameter_names():

@@ -7,7 +7,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from collsim.calibrate.fit import Evaluator, configs_of, costs_from_values
+from collsim.calibrate.evaluate import Evaluator, configs_of
+from collsim.calibrate.parameters import costs_from_values
 from collsim.calibrate.measurements import write_measurements
 from collsim.calibrate.profile import load_profile, read_profile
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from collsim.calibrate.mapping import gpu_model, map_measurements, map_row, nccl_default_choice
+from collsim.calibrate.mapping import (gpu_model, known_algorithm, known_protocol, map_measurements, map_row,
+                                      nccl_default_choice)
 
 
 def row(**kw):
@@ -30,8 +31,8 @@ def test_default_rows_map_by_the_tuner_rule():
     m = map_row(row())
     assert m.mapped and (m.topology, m.ranks, m.algorithm, m.protocol, m.launch) == ("hgx-h100", 8, "ring", "ll", "eager")
     assert "NCCL default" in m.rule
-    big = map_row(row(size_bytes=8 << 20))
-    assert not big.mapped and "NVLS" in big.reason
+    big = map_row(row(size_bytes=8 << 20))  # the tuner picks NVLS: a multimem reduce-scatter and all-gather
+    assert big.mapped and (big.algorithm, big.protocol) == ("two-shot", "nvls") and "NVLS" in big.rule
 
 
 def test_stated_algorithm_and_protocol_are_used():
@@ -41,9 +42,22 @@ def test_stated_algorithm_and_protocol_are_used():
     assert m.mapped and m.algorithm == "ring" and m.protocol in ("ll128", "simple")
 
 
+@pytest.mark.parametrize("kw, algorithm", [
+    ({"algorithm": "NVLS (NCCL_ALGO=NVLS forced)"}, "two-shot"),
+    ({"algorithm": "NVLSTree (NCCL_ALGO=NVLSTree)"}, "two-shot"),
+    ({"library": "PyTorch symmetric memory", "algorithm": "multimem_all_reduce_"}, "two-shot"),
+    ({"library": "Triton + symmetric memory", "algorithm": "multimem (NVLS) one-shot"}, "one-shot"),
+])
+def test_nvls_rows_map_to_the_nvls_protocol(kw, algorithm):
+    m = map_row(row(**kw))
+    assert m.mapped and (m.topology, m.algorithm, m.protocol) == ("hgx-h100", algorithm, "nvls"), m.reason
+    assert known_algorithm(row(**kw)) == algorithm and known_protocol(row(**kw)) == "nvls"
+
+
 @pytest.mark.parametrize("kw, reason", [
-    ({"algorithm": "NVLS (NCCL_ALGO=NVLS forced)"}, "NVLS multicast"),
-    ({"library": "PyTorch symmetric memory", "algorithm": "multimem_all_reduce_"}, "NVLS multicast"),
+    ({"gpu": "A100", "algorithm": "NVLS (NCCL_ALGO=NVLS forced)"}, "do not multicast"),
+    ({"gpu": "A100", "algorithm": "NCCL_ALGO=NVLS requested (what NCCL actually ran is not reported)"},
+     "not reported"),
     ({"library": "Triton-distributed", "algorithm": "allreduce_double_tree"}, "tree algorithms"),
     ({"library": "MSCCL++ (mscclpp-test allreduce)", "algorithm": "mscclpp-test allreduce kernel 6"}, "MSCCL++"),
     ({"notes": "timing: host wall clock over 5000 back-to-back calls"}, "host wall-clock"),

@@ -19,7 +19,7 @@ CASES = [
     ("malformed-yaml", "topology: hgx-h100\nranks: [2, 4\nsizes: 8B\n", 3, None, "malformed YAML"),
     ("unknown-key", GOOD + "colour: red\n", 6, "colour", "unknown key 'colour' (valid: name,"),
     ("unknown-preset", GOOD.replace("hgx-h100", "hgx-h900"), 1, "topology", "hgx-h100"),
-    ("unknown-protocol", GOOD.replace("[ll, simple]", "[ll, lll]"), 4, "protocols[1]", "unknown protocol 'lll' (valid: barrier"),
+    ("unknown-protocol", GOOD.replace("[ll, simple]", "[ll, lll]"), 4, "protocols[1]", "unknown protocol 'lll' (valid: atomic-counter, barrier"),
     ("unknown-algorithm", GOOD.replace("[one-shot, ring]", "[one-shot, tree]"), 5, "algorithms[1]", "(valid: one-shot, two-shot, ring)"),
     ("too-many-ranks", GOOD.replace("[2, 4]", "[2, 16]"), 2, "ranks[1]", "16 ranks requested but topology 'hgx-h100' has 8 GPUs"),
     ("too-many-ranks-range", GOOD.replace("[2, 4]", "2..9"), 2, "ranks", "9 ranks"),
@@ -154,7 +154,8 @@ def test_end_to_end_subprocess(write_scenario, tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         f"collsim: error: {path}:4: protocols[1]: unknown protocol 'lll' "
-        "(valid: barrier, ll, ll128, ll128-atomic, sentinel, signal-pad, simple)"
+        "(valid: atomic-counter, barrier, ll, ll128, ll128-atomic, ll128-atomic-nvls, nvls, nvls-poison, sentinel, "
+        "signal-pad, simple)"
     ]
     assert proc.stdout == ""
     assert not (tmp_path / "reports").exists()

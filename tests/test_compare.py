@@ -10,7 +10,7 @@ import pytest
 from collsim.calibrate.compare import compare, load_simulated
 from collsim.calibrate.measurements import write_measurements
 from collsim.errors import InputError
-from collsim.results import COLUMNS, format_csv
+from collsim.resultsfile import COLUMNS, format_csv
 
 
 def _sim_record(algorithm: str, protocol: str, size: int, latency: float, ranks: int = 8,
@@ -50,7 +50,7 @@ MEASURED = [
 
 @pytest.fixture
 def sim_frame() -> pd.DataFrame:
-    from collsim.report.data import check_frame
+    from collsim.resultsfile import check_frame
 
     return check_frame(pd.DataFrame(SIM))
 

@@ -13,12 +13,12 @@ from collsim.emit.cuda import MARKER
 from collsim.emit.package import STATIC_FILES
 from collsim.emit.plan import iter_nodes, plan_for
 from collsim.emit.ptxcheck import check_ptx
-from collsim.errors import UnsupportedError, VerificationRefused
-from collsim.ir.ops import Atomic, Fence, Load, Loop, PollUntil, Store
+from collsim.errors import InputError, VerificationRefused
+from collsim.ir.ops import Atomic, Fence, Load, Loop, MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, Store
 from collsim.ir.registry import list_mutants, list_protocols, load_protocol
 
 SHIPPED = [(name, alg) for name in list_protocols() for alg in load_protocol(name).algorithms]
-MEMORY_OPS = (Store, Load, PollUntil, Fence, Atomic)
+MEMORY_OPS = (Store, Load, PollUntil, Fence, Atomic, MultimemLoadReduce, MultimemStore, MultimemRed)
 EMIT_DIR = Path(__file__).resolve().parents[1] / "collsim" / "emit"
 
 
@@ -31,7 +31,7 @@ def verdict(monkeypatch):
         value = table.get((protocol, algorithm), table.get("default", "not verified"))
         return VerificationStatus(value, "test verdict")
 
-    monkeypatch.setattr(gate, "_verification_status", fake)
+    monkeypatch.setattr(gate, "verification_status", fake)
     return table
 
 
@@ -71,13 +71,12 @@ def test_refused_without_a_verdict_that_holds(tmp_path, verdict):
 
 
 def test_refused_by_default_when_no_verdict_is_recorded(tmp_path, monkeypatch):
-    """The real gate: a verifier without a cached verdict (or no verifier at all) means 'not verified'."""
-    monkeypatch.setattr(gate, "_find_verdict_for", lambda: None)
-    status = gate._verification_status("ll", "one-shot")
-    assert status.verdict == "not verified" and not status.holds
-    monkeypatch.setattr(gate, "_find_verdict_for", lambda: (lambda *a, **k: None))
-    status = gate._verification_status("ll", "one-shot")
-    assert status.verdict == "not verified" and "collsim verify" in status.detail
+    """The real gate: a verifier without a cached verdict means 'not verified'."""
+    from collsim.verify import verifier
+
+    monkeypatch.setattr(verifier, "verdict_for", lambda *a, **k: None)
+    status = gate.verification_status("ll", "one-shot")
+    assert status.verdict == "not verified" and not status.holds and "collsim verify" in status.detail
     with pytest.raises(VerificationRefused):
         emit("ll", "one-shot", tmp_path / "x")
 
@@ -89,17 +88,23 @@ def test_gate_reads_verifier_results(monkeypatch):
             self.violated = list(violated)
             self.depends_on = ["vector-8B-pairs-untorn"] if ok else []
 
-    monkeypatch.setattr(gate, "_find_verdict_for", lambda: (lambda *a, **k: Result(True)))
-    assert gate._verification_status("ll", "one-shot").holds
-    monkeypatch.setattr(gate, "_find_verdict_for", lambda: (lambda *a, **k: Result(False, ["stale-read"])))
-    status = gate._verification_status("ll", "one-shot")
+    from collsim.verify import verifier
+
+    monkeypatch.setattr(verifier, "verdict_for", lambda *a, **k: Result(True))
+    status = gate.verification_status("ll", "one-shot")
+    assert status.holds and status.detail == "depends on vector-8B-pairs-untorn"
+    monkeypatch.setattr(verifier, "verdict_for", lambda *a, **k: Result(False, ["stale-read"]))
+    status = gate.verification_status("ll", "one-shot")
     assert status.verdict == "violated" and "stale-read" in status.detail
+    monkeypatch.setattr(verifier, "verdict_for", lambda *a, **k: Result(False))
+    assert gate.verification_status("ll", "one-shot").verdict == "unknown"
 
     def boom(*a, **k):
         raise RuntimeError("solver crashed")
 
-    monkeypatch.setattr(gate, "_find_verdict_for", lambda: boom)
-    assert gate._verification_status("ll", "one-shot").verdict == "not verified"
+    monkeypatch.setattr(verifier, "verdict_for", boom)
+    status = gate.verification_status("ll", "one-shot")
+    assert status.verdict == "not verified" and "RuntimeError: solver crashed" in status.detail
 
 
 def test_unverified_marks_every_generated_file(tmp_path, verdict):
@@ -141,18 +146,19 @@ def test_emit_all_emits_verified_and_reports_refusals(tmp_path, verdict):
 
 def test_vector_atomics_need_sm90(verdict):
     verdict["default"] = "holds"
-    emitted = prepare("ll128-atomic", "one-shot")
+    emitted = prepare("atomic-counter", "one-shot")
     assert emitted.plan.needs_vector_atomics and emitted.archs == ["sm_90", "sm_100"]
     assert "__CUDA_ARCH__ < 900" in emitted.files["kernel.cu"]
     assert "ALLOWED_ARCHS := sm_90 sm_100" in emitted.files["Makefile"]
-    with pytest.raises(EmitError, match="sm_90"):
-        prepare("ll128-atomic", "one-shot", arch="sm_80")
+    with pytest.raises(InputError, match="sm_90") as err:
+        prepare("atomic-counter", "one-shot", arch="sm_80")
+    assert err.value.field == "--arch" and err.value.choices == ["sm_90", "sm_100"]
 
 
 def test_unsupported_algorithm_lists_choices(verdict):
     verdict["default"] = "holds"
-    with pytest.raises(UnsupportedError, match="one-shot"):
-        prepare("ll128-atomic", "ring")
+    with pytest.raises(InputError, match="one-shot"):
+        prepare("atomic-counter", "ring")
 
 
 def test_instruction_forms_follow_the_ir(verdict):
@@ -165,7 +171,7 @@ def test_instruction_forms_follow_the_ir(verdict):
     assert "fence.acq_rel.sys" in simple and "st.relaxed.sys.global.u64" in simple
     barrier = prepare("barrier", "one-shot").files["kernel.cu"]
     assert "st.release.sys.global.u64" in barrier and "ld.acquire.sys.global.u64" in barrier
-    atomic = prepare("ll128-atomic", "one-shot").files["kernel.cu"]
+    atomic = prepare("atomic-counter", "one-shot").files["kernel.cu"]
     assert "red.relaxed.sys.global.add.v4.f32" in atomic
     assert "red.release.sys.global.add.u64" in atomic
     assert "red.relaxed.sys.global.add.noftz.v4.bf16x2" in atomic
@@ -297,7 +303,7 @@ def test_cli_refuses_with_exit_1_and_emits_with_unverified(tmp_path, verdict, ca
 
 def test_cli_bad_input_exits_2(tmp_path, verdict, capsys):
     verdict["default"] = "holds"
-    assert _run_cli(["emit", "ll128-atomic", "-a", "ring", "-o", str(tmp_path / "c")]) == 2
+    assert _run_cli(["emit", "atomic-counter", "-a", "ring", "-o", str(tmp_path / "c")]) == 2
     assert "one-shot" in capsys.readouterr().err
     assert _run_cli(["emit", "-o", str(tmp_path / "d")]) == 2
     assert _run_cli(["emit", "nosuch", "-o", str(tmp_path / "e")]) == 2
@@ -330,7 +336,7 @@ def test_kernel_boundaries_split_the_program_into_launches():
         PollUntil(Ref("flags", RANK, region=(RANK + NRANKS - 1) % NRANKS), AtLeast(ITER + 1), Sem.ACQUIRE, Scope.SYS),
         KernelBoundary(),
     ]
-    plan = plan_program(_hand_program(ops), None)
+    plan = plan_program(_hand_program(ops))
     assert len(plan.kernels) == 2
     source = generate_kernel_source(plan)
     assert "collsim_kernel_part0" in source and "collsim_kernel_part1" in source
@@ -346,13 +352,13 @@ def test_constructs_without_a_translation_are_refused():
 
     cas = [Atomic(RmwOp.CAS, Ref("flags", RANK), 1, Sem.ACQ_REL, Scope.SYS), KernelBoundary()]
     with pytest.raises(EmitError, match="compare"):
-        generate_kernel_source(plan_program(_hand_program(cas), None))
+        generate_kernel_source(plan_program(_hand_program(cas)))
     weak = [Atomic(RmwOp.ADD, Ref("flags", RANK), 1, Sem.WEAK, Scope.SYS), KernelBoundary()]
     with pytest.raises(EmitError, match="weak"):
-        generate_kernel_source(plan_program(_hand_program(weak), None))
+        generate_kernel_source(plan_program(_hand_program(weak)))
     nested = [Loop("k", 2, (KernelBoundary(),))]
     with pytest.raises(EmitError, match="inside a loop"):
-        plan_program(_hand_program(nested), None)
+        plan_program(_hand_program(nested))
 
 
 def test_acquire_atomic_without_result_is_an_atom():
@@ -361,5 +367,5 @@ def test_acquire_atomic_without_result_is_an_atom():
     from collsim.ir import RANK, Atomic, KernelBoundary, Ref, RmwOp, Scope, Sem
 
     ops = [Atomic(RmwOp.ADD, Ref("flags", RANK), 1, Sem.ACQ_REL, Scope.GPU), KernelBoundary()]
-    source = generate_kernel_source(plan_program(_hand_program(ops), None))
+    source = generate_kernel_source(plan_program(_hand_program(ops)))
     assert "atom.acq_rel.gpu.global.add.u64" in source and "red." not in source

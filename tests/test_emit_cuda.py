@@ -36,7 +36,9 @@ pytestmark = [
 SHIPPED = [(name, alg) for name in list_protocols() for alg in load_protocol(name).algorithms]
 #: one program per layout kind / mechanism, compiled in the default run
 DEFAULT = [("ll", "one-shot"), ("ll128", "one-shot"), ("sentinel", "two-shot"), ("simple", "ring"),
-           ("ll128-atomic", "one-shot"), ("barrier", "two-shot")]
+           ("atomic-counter", "one-shot"), ("barrier", "two-shot"),
+           # multimem ld_reduce/st/red (16-B lines, a multicast barrier), and the LL128-atomic line's count word
+           ("nvls", "two-shot"), ("ll128-atomic-nvls", "one-shot")]
 DEFAULT_MUTANT = "mutant-ll-split-flag"
 
 
@@ -135,7 +137,7 @@ def test_mutant_with_partial_stores_compiles_and_checks(default_build):
 
 
 def test_weakened_ptx_is_caught(default_build):
-    _, ptx, emitted = default_build[("ll128-atomic", "one-shot", "sm_90")]
+    _, ptx, emitted = default_build[("atomic-counter", "one-shot", "sm_90")]
     text = ptx.read_text()
     assert "red.release.sys.global.add.u64" in text
     report = check_ptx(emitted.plan, text.replace("red.release.sys.global.add.u64", "red.relaxed.sys.global.add.u64"))
@@ -160,9 +162,40 @@ def test_harness_links_and_prints_usage_without_a_gpu(compiler, default_build):
     assert bad.returncode == 2 and "multiple of 32" in bad.stderr
 
 
+def test_multimem_ptx_is_what_the_isa_allows_and_weakening_it_is_caught(default_build):
+    _, ptx, emitted = default_build[("nvls", "two-shot", "sm_90")]
+    text = ptx.read_text()
+    for instruction in ("multimem.ld_reduce.global.add.v4.f32", "multimem.ld_reduce.global.add.acc::f32.v4.bf16x2",
+                        "multimem.st.global.v4.f32", "multimem.red.release.sys.global.add.u32"):
+        assert instruction in text, instruction
+    report = check_ptx(emitted.plan, text.replace("multimem.red.release.sys", "multimem.red.relaxed.sys"))
+    assert any("weaker" in str(f) for f in report.errors)
+    _, ptx, emitted = default_build[("ll128-atomic-nvls", "one-shot", "sm_90")]
+    text = ptx.read_text()
+    assert "multimem.red.relaxed.sys.global.add.v2.f32" in text and "multimem.red.relaxed.sys.global.add.u64" in text
+    report = check_ptx(emitted.plan, text.replace("add.v2.f32", "add.v4.f32", 1))
+    assert any("lane shapes" in str(f) for f in report.errors)
+
+
+def test_multicast_harness_links_and_creates_multicast_objects(compiler, default_build):
+    directory = compiler.work / "nvls__two-shot__sm_90"
+    main = (directory / "main.cu").read_text()
+    for call in ("cuMulticastCreate", "cuMulticastAddDevice", "cuMulticastBindMem", "cuMulticastGetGranularity",
+                 "CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED", "not supported on this device"):
+        assert call in main, call
+    kernel_obj = default_build[("nvls", "two-shot", "sm_90")][0]
+    main_obj, _ = compiler.compile(directory, "main.cu", "sm_90")
+    exe = directory / "collsim_bench"
+    proc = subprocess.run([NVCC, "-gencode", "arch=compute_90,code=sm_90", str(kernel_obj), str(main_obj), "-o",
+                           str(exe)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr  # the driver API is looked up at run time: no -lcuda
+    usage = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=60)
+    assert usage.returncode == 0 and "--ranks" in usage.stdout
+
+
 @pytest.mark.skipif(shutil.which("make") is None, reason="make not on PATH")
 def test_makefile_refuses_an_arch_the_program_cannot_use(compiler):
-    directory, _ = compiler.emit("ll128-atomic", "one-shot", "sm_90")
+    directory, _ = compiler.emit("atomic-counter", "one-shot", "sm_90")
     proc = subprocess.run(["make", "-n", "ARCH=sm_80"], cwd=directory, capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0 and "cannot be built for sm_80" in proc.stderr
     ok = subprocess.run(["make", "-n"], cwd=directory, capture_output=True, text=True, timeout=60)
@@ -182,7 +215,7 @@ def _full_jobs() -> list[tuple[str, str, str]]:
 
 
 def _buildable(job: tuple[str, str, str]) -> bool:
-    return not (job[2] == "sm_80" and plan_for(load_protocol(job[0]), job[1]).needs_vector_atomics)
+    return not (job[2] == "sm_80" and plan_for(load_protocol(job[0]), job[1]).min_sm >= 90)
 
 
 @pytest.fixture(scope="session")
@@ -194,7 +227,7 @@ def full_build(compiler):
 @pytest.mark.parametrize("job", _full_jobs(), ids=lambda j: "-".join(j))
 def test_full_matrix_compiles_and_checks(job, full_build):
     if not _buildable(job):
-        pytest.skip(f"{job[0]}/{job[1]} uses vector red/atom, which need sm_90")
+        pytest.skip(f"{job[0]}/{job[1]} uses vector red/atom or multimem, which need sm_90")
     _check(job, full_build)
 
 

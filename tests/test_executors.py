@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collsim import models, results
+from collsim import models
+from collsim.runner import run as runner
 from collsim.errors import InputError
 from collsim.executors import TaskOutcome, _weighted_chunks, map_tasks, open_executor
+from collsim.resultsfile import without_run
 
 TESTS_DIR = str(Path(__file__).resolve().parent)
 
@@ -62,13 +66,18 @@ def serial_files(tmp_path_factory):
     base = tmp_path_factory.mktemp("serial")
     path = base / "small.yaml"
     path.write_text(SCENARIO)
-    results.execute(path, out=base / "out")
+    runner.execute(path, out=base / "out")
     return path, _files(base / "out")
 
 
-def _files(out: Path) -> dict[str, bytes]:
-    """Every file under ``out`` (a sweep writes one directory per point), by relative path."""
-    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+_DATE = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+
+
+def _files(out: Path) -> dict[str, Any]:
+    """Every file under ``out`` (a sweep writes one directory per point), by relative path: its bytes, but
+    the run's date (results.json's run section, the report's card), the one part that differs."""
+    return {p.relative_to(out).as_posix(): without_run(p.read_text()) if p.name == "results.json"
+            else _DATE.sub(b"DATE", p.read_bytes()) for p in sorted(out.rglob("*")) if p.is_file()}
 
 
 # ---------------------------------------------------------------------------
@@ -107,10 +116,10 @@ def test_custom_topology_files_travel(write_scenario, pool_executor, dask_execut
         name="i.yaml",
     )
     for path in (by_file, inline):
-        results.execute(path, out=tmp_path / "serial")
+        runner.execute(path, out=tmp_path / "serial")
         reference = _files(tmp_path / "serial")
         for name, ex in (("pool", pool_executor), ("dask", dask_executor)):
-            results.execute(path, out=tmp_path / name, executor=ex)
+            runner.execute(path, out=tmp_path / name, executor=ex)
             assert _files(tmp_path / name) == reference, (path.name, name)
 
 
@@ -120,12 +129,12 @@ def test_default_model_same_bytes_everywhere(write_scenario, pool_executor, dask
         pytest.skip("the des model is not installed")
     path = write_scenario("topology: hgx-h100\nranks: [2, 8]\nsizes: [8, 64KiB]\nprotocols: [ll, simple]\n")
     try:
-        results.execute(path, out=tmp_path / "serial", model="des")
+        runner.execute(path, out=tmp_path / "serial", model="des")
     except Exception as err:  # noqa: BLE001 - the simulator is another package; its own tests cover it
         pytest.skip(f"des cannot run this scenario here: {err}")
     reference = _files(tmp_path / "serial")
     for name, ex in (("pool", pool_executor), ("dask", dask_executor)):
-        out = results.execute(path, out=tmp_path / name, model="des", executor=ex)
+        out = runner.execute(path, out=tmp_path / name, model="des", executor=ex)
         assert not out.failed, out.failed
         assert _files(tmp_path / name) == reference, name
 
@@ -179,7 +188,7 @@ def test_failed_rows_retried_reported_others_kept(where, flaky_registered, pool_
     path.write_text(FLAKY.format(marker=marker.as_posix()))
     out_dir = tmp_path / "out"
     if where == "processes":  # the shared pool, through the Python API
-        df = results.run_scenario(path, out=out_dir, executor=pool_executor)
+        df = runner.run_scenario(path, out=out_dir, executor=pool_executor)
         assert len(df) == 28 and len(df.attrs["failed"]) == 4
         assert df.attrs["failed"][0] == {
             "topology": "hgx-h100", "ranks": 2, "algorithm": "one-shot", "protocol": "ll", "launch": "graph",
@@ -209,6 +218,7 @@ def test_failed_rows_retried_reported_others_kept(where, flaky_registered, pool_
     assert len(csv_text.splitlines()) == 1 + 28 and "failed" not in csv_text
     # The same bytes from every executor (the paths aside).
     files = {n: (out_dir / n).read_text().replace(tmp_path.as_posix(), "T") for n in ("results.csv", "results.json")}
+    files["results.json"] = without_run(files["results.json"])
     assert files == _FLAKY_FILES.setdefault("first executor", files)
 
 

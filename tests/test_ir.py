@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from collsim.algorithms import generate
-from collsim.errors import ProtocolDefinitionError, UnsupportedError
+from collsim.errors import InputError, ProtocolDefinitionError
 from collsim.ir import (
     AtLeast, Equals, Load, NotEqual, PollUntil, Ref, Store, ProgramBuilder, Program, Sem, Scope,
 )
@@ -23,13 +23,14 @@ def test_every_shipped_program_is_well_formed(name, algorithm):
     check_program(generate(load_protocol(name), algorithm))
 
 
-def test_seven_protocols_ship():
-    assert list_protocols() == ["barrier", "ll", "ll128", "ll128-atomic", "sentinel", "signal-pad", "simple"]
+def test_the_shipped_protocols():
+    assert list_protocols() == ["atomic-counter", "barrier", "ll", "ll128", "ll128-atomic", "ll128-atomic-nvls", "nvls",
+                                "nvls-poison", "sentinel", "signal-pad", "simple"]
 
 
 def test_unsupported_combination_lists_what_can_run():
-    with pytest.raises(UnsupportedError) as err:
-        generate(load_protocol("ll128-atomic"), "ring")
+    with pytest.raises(InputError) as err:
+        generate(load_protocol("atomic-counter"), "ring")
     assert "one-shot" in str(err.value)
 
 
@@ -97,8 +98,8 @@ def test_simple_fences_between_data_and_step_counter():
     assert kinds.index("Store") < kinds.index("Fence")
 
 
-def test_ll128_atomic_counts_arrivals_per_slot_use():
-    prog = generate(load_protocol("ll128-atomic"), "one-shot")
+def test_atomic_counter_counts_arrivals_per_slot_use():
+    prog = generate(load_protocol("atomic-counter"), "one-shot")
     ops = [f.op for f in prog.flatten(env(nranks=4, iteration=5))]
     wait = next(op for op in ops if isinstance(op, PollUntil))
     assert isinstance(wait.until, AtLeast) and wait.until.value == 4 * (5 // 2 + 1) and wait.sem is Sem.ACQUIRE

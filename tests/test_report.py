@@ -28,18 +28,18 @@ _SUPPORT = {
     "simple": ("one-shot", "two-shot", "ring"),
     "ll": ("one-shot", "two-shot", "ring"),
     "ll128": ("one-shot", "two-shot", "ring"),
-    "ll128-atomic": ("one-shot",),
+    "atomic-counter": ("one-shot",),
     "sentinel": ("one-shot", "two-shot"),
 }
-_SYNC = {"barrier": 13.0, "simple": 11.0, "ll": 6.0, "ll128": 9.0, "ll128-atomic": 9.5, "sentinel": 6.5}
-_BW = {"barrier": 300.0, "simple": 330.0, "ll": 140.0, "ll128": 300.0, "ll128-atomic": 280.0, "sentinel": 200.0}
+_SYNC = {"barrier": 13.0, "simple": 11.0, "ll": 6.0, "ll128": 9.0, "atomic-counter": 9.5, "sentinel": 6.5}
+_BW = {"barrier": 300.0, "simple": 330.0, "ll": 140.0, "ll128": 300.0, "atomic-counter": 280.0, "sentinel": 200.0}
 
 
 def synthetic_results(
     ranks=(2, 4, 8), sizes=None, launches=("graph",), protocols=tuple(_SUPPORT), topology="hgx-h100"
 ) -> pd.DataFrame:
     """A results table shaped like ``collsim run scenarios/8gpu.yaml`` (1008 rows by default)."""
-    from collsim.results import COLUMNS
+    from collsim.resultsfile import COLUMNS
 
     sizes = list(sizes) if sizes is not None else [8 << (i) for i in range(24)]  # 8 B .. 64 MiB, x2
     rows = []
@@ -276,7 +276,8 @@ def test_figures_have_titles_axes_legends_and_expected_traces(frame):
     }
     assert len(figs["size"].data) == 14 and len(figs["busbw"].data) == 14
     assert len(figs["ranks"].data) == 14 * 3  # three sizes: 8 B, 4 KiB, 1 MiB
-    assert len(figs["winner"].data) == 1 and len(figs["breakdown"].data) == 4 and len(figs["timeline"].data) == 14 * 5
+    # the breakdown: four components and the latency written above each bar
+    assert len(figs["winner"].data) == 1 and len(figs["breakdown"].data) == 5 and len(figs["timeline"].data) == 14 * 5
     for name, fig in figs.items():
         assert fig.layout.title.text, name
         assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text, name
@@ -296,6 +297,38 @@ def test_figures_have_titles_axes_legends_and_expected_traces(frame):
     sliders = figs["breakdown"].layout.sliders
     assert [s.visible for s in sliders] == [False, False, True]
     assert sliders[2].steps[sliders[2].active].label == "4 KiB"
+
+
+def test_axes_are_clean(frame):
+    """Log axes label decades only; the size axis is labelled up to the largest size run."""
+    data = F.ReportData(frame, synthetic_meta(), None)
+    for fig in (F.latency_vs_size(data), F.busbw_vs_size(data)):
+        y = fig["layout"]["yaxis"]
+        assert y["type"] == "log" and y["tickmode"] == "array"
+        assert all(math.log10(v) == round(math.log10(v)) for v in y["tickvals"])  # 1, 10, 100 ...: no "2", "5"
+        assert y["ticktext"] == [f"{v:g}" if v < 1 else f"{v:.0f}" for v in y["tickvals"]]
+        x = fig["layout"]["xaxis"]
+        assert x["tickvals"][-1] == max(frame.size_bytes) and x["ticktext"][-1] == F.size_label(max(frame.size_bytes))
+    ranks = F.latency_vs_ranks(data)["layout"]
+    assert all(ranks[k]["tickmode"] == "array" for k in ranks if k.startswith("yaxis"))
+    assert F.log_ticks([3.0, 8.0]) == ([2.0, 5.0, 10.0], ["2", "5", "10"])  # less than a decade: 1-2-5
+
+
+def test_breakdown_is_readable_for_every_protocol(frame):
+    """Each bar is its own latency (normalised to 100 %), the latency written above it: a fast protocol next to a
+    slow one is not a sliver."""
+    data = F.ReportData(frame, synthetic_meta(), None)
+    fig = F.breakdown(data)
+    assert fig["layout"]["barnorm"] == "percent" and fig["layout"]["barmode"] == "stack"
+    labels = fig["data"][-1]
+    view = data.views[data.default_view]
+    size = data.nearest_size(F.BREAKDOWN_SIZE)
+    for (p, a), text in zip(data.series, labels["text"]):
+        latency = float(data.row(view, p, a, size).latency_us)
+        assert text.endswith(" µs") and float(text.split()[0]) == pytest.approx(latency, rel=5e-3, abs=0.006)
+    # the components stay in µs (the hover and the browser tests read them)
+    sync = fig["data"][1]["y"]
+    assert sync[0] == pytest.approx(float(data.row(view, *data.series[0], size).sync_us), abs=1e-4)
 
 
 def test_a_protocol_has_one_colour_everywhere(frame):
@@ -342,6 +375,16 @@ def test_unknown_protocols_get_distinct_stable_colours():
     c = F.protocol_colors(["ll", "mutant-b", "mutant-a"])
     assert c["ll"] == F.PROTOCOL_COLORS["ll"]
     assert c["mutant-a"] != c["mutant-b"] and c == F.protocol_colors(["mutant-a", "mutant-b", "ll"])
+    many = F.protocol_colors([f"user-{i}" for i in range(50)] + list(F.PROTOCOL_COLORS))
+    assert len(set(many.values())) == len(many) == 50 + len(F.PROTOCOL_COLORS)  # derived past the palette, never twice
+
+
+def test_every_shipped_protocol_has_its_colour_and_place():
+    from collsim.algorithms import ALGORITHMS
+    from collsim.ir.registry import list_protocols
+
+    assert set(F.PROTOCOL_COLORS) == set(list_protocols()) == set(F._PROTOCOL_ORDER)
+    assert tuple(F._ALGORITHM_ORDER) == tuple(ALGORITHMS)
 
 
 # ---------------------------------------------------------------------------
@@ -349,7 +392,7 @@ def test_unknown_protocols_get_distinct_stable_colours():
 
 
 def _json_doc(frame: pd.DataFrame, **extra) -> dict:
-    from collsim.results import COLUMNS
+    from collsim.resultsfile import COLUMNS
 
     doc = {**synthetic_meta(), "columns": list(COLUMNS), "rows": json.loads(frame.to_json(orient="records"))}
     doc.update(extra)
@@ -386,7 +429,7 @@ def _one_line_error(call, *needles):
 
 
 def test_bad_results_files_are_one_line_input_errors(frame, tmp_path):
-    from collsim.results import COLUMNS
+    from collsim.resultsfile import COLUMNS
 
     missing = tmp_path / "nope.json"
     _one_line_error(lambda: load_results(missing), "nope.json", "no such file")
@@ -498,7 +541,7 @@ def test_cli_bad_timeline_spec(frame, tmp_path, capsys):
 
 
 def test_end_to_end_analytic_run_then_report(tmp_path):
-    from collsim.results import run_scenario
+    from collsim.runner.run import run_scenario
 
     scenario = {"name": "e2e", "topology": "hgx-h100", "ranks": [2, 4], "sizes": "8B..1MiB x16", "launch": "graph",
                 "protocols": ["simple", "ll", "ll128"], "algorithms": ["one-shot", "ring"]}
@@ -568,16 +611,27 @@ def test_timeline_categories_refine_coarse_kinds():
     assert cat("sync", "something new") == "sync"
 
 
-def test_auto_timelines_stay_readable_at_large_rank_counts(tmp_path):
-    """auto picks the largest rank count up to AUTO_MAX_RANKS (a 72-rank timeline made an 80 MB report);
-    a larger one is still available by name."""
+def test_auto_timelines_show_the_largest_run(tmp_path):
+    """auto simulates the largest rank count run (72 here, not a smaller one); its timeline shows as many ranks
+    as fit in the bar budget, rank 0 and the slowest among them, and says so in its title."""
     from collsim.report import timelines_for
-    from collsim.report.timelines import AUTO_MAX_RANKS
-    from collsim.results import run_scenario
+    from collsim.report.timelines import MAX_RANKS_SHOWN, TIMELINE_BARS
+    from collsim.runner.run import run_scenario
 
-    scenario = {"name": "wide", "topology": "gb200-nvl72", "ranks": [4, AUTO_MAX_RANKS, 32], "sizes": [4096],
-                "launch": "graph", "protocols": ["ll"], "algorithms": ["one-shot"]}
+    scenario = {"name": "wide", "topology": "gb200-nvl72", "ranks": [4, 16, 72], "sizes": [4096],
+                "launch": "graph", "protocols": ["ll"], "algorithms": ["one-shot", "ring"]}
     run_scenario(scenario, out=tmp_path / "wide", model="analytic")
     loaded, meta = load_results(tmp_path / "wide" / "results.json")
-    assert {t["ranks"] for t in timelines_for(loaded, meta, ["auto"])} == {AUTO_MAX_RANKS}
-    assert {t["ranks"] for t in timelines_for(loaded, meta, ["ll/one-shot/32/4KiB"])} == {32}
+    configs = timelines_for(loaded, meta, ["auto"])
+    assert {t["ranks"] for t in configs} == {72}
+    for t in configs:
+        shown = sorted({e["rank"] for e in t["events"]})
+        assert shown == t["ranks_shown"] and 0 in shown and 2 <= len(shown) <= MAX_RANKS_SHOWN
+        assert len(t["events"]) <= TIMELINE_BARS * 1.5
+        assert t["title"].endswith(f"ranks {', '.join(map(str, shown))} of 72 shown")
+    small = timelines_for(loaded, meta, ["ll/one-shot/4/4KiB"])[0]
+    assert "title" not in small and sorted({e["rank"] for e in small["events"]}) == [0, 1, 2, 3]  # all fit
+    fig = F.timeline_gantt(normalize_timelines(configs))
+    menu = fig["layout"]["updatemenus"][0]
+    assert [b["args"][1]["yaxis.categoryarray"] for b in menu["buttons"]] == [
+        [f"rank {r}" for r in t["ranks_shown"]] for t in configs]

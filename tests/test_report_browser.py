@@ -23,7 +23,7 @@ pytestmark = [
     pytest.mark.timeout(240),
 ]
 
-SECTIONS = ("overview", "latency-size", "latency-ranks", "winner", "breakdown", "timeline", "busbw", "verification", "results")
+SECTIONS = ("summary", "overview", "latency-size", "latency-ranks", "winner", "breakdown", "timeline", "busbw", "verification", "results")
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,7 @@ def test_every_plot_rendered_with_expected_traces(page):
         "fig-latency-size": 14 + 1,  # 14 protocol × algorithm series + one measured series
         "fig-latency-ranks": 14 * 3,  # three sizes
         "fig-winner": 1,
-        "fig-breakdown": 4,  # launch, sync, data, reduce
+        "fig-breakdown": 5,  # launch, sync, data, reduce, and the latency above each bar
         "fig-timeline": 14 * 5,  # 14 configurations × 5 event kinds
         "fig-busbw": 14 + 1,
     }
@@ -160,13 +160,13 @@ def test_table_rows_sorting_filter_and_csv(page):
     assert float(_js(driver, first, col)) == pytest.approx(frame.latency_us.min())
     assert header.get_attribute("aria-sort") == "ascending"
     box = driver.find_element("id", "results-filter")
-    box.send_keys("ll128-atomic")
-    n = int((frame.protocol == "ll128-atomic").sum())
+    box.send_keys("atomic-counter")
+    n = int((frame.protocol == "atomic-counter").sum())
     assert _js(driver, "return document.querySelectorAll('#results-table tbody tr:not([hidden])').length") == n
     assert _js(driver, "return document.getElementById('results-count').textContent") == f"{n} of {len(frame)} rows"
     csv = _js(driver, "return window.collsimShownCsv()").splitlines()
     assert csv[0].split(",") == list(frame.columns) and len(csv) == n + 1
-    assert all(",ll128-atomic," in line for line in csv[1:])
+    assert all(",atomic-counter," in line for line in csv[1:])
     driver.find_element("id", "results-download").click()  # builds a Blob download; must not throw
     assert console_errors(driver) == []
 
@@ -194,3 +194,61 @@ def test_screenshots_of_each_section(page, request):
     for section in SECTIONS:
         driver.find_element("id", section).screenshot(str(out / f"{section}.png"))
     driver.set_window_size(1440, 1000)
+
+
+# ---------------------------------------------------------------------------
+# the first screen of a real run's report
+
+
+@pytest.fixture(scope="module")
+def run_report(tmp_path_factory):
+    """A report written by a real run (analytic model: fast), and its results.csv."""
+    from collsim.runner.run import run_scenario
+
+    out = tmp_path_factory.mktemp("run") / "r"
+    run_scenario({"name": "first-screen", "topology": "hgx-h100", "ranks": [2, 4, 8], "sizes": "8B..64MiB x4",
+                  "launch": "graph", "model": "analytic"}, out=out)
+    return out / "report.html", out / "results.csv"
+
+
+def test_summary_is_the_first_screen_and_matches_results_csv(run_report):
+    import csv
+
+    path, results = run_report
+    with open(results, newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    latency = {(r["ranks"], r["launch"], r["protocol"], r["algorithm"], r["size_bytes"]): r["latency_us"] for r in rows}
+    sizes = sorted({int(r["size_bytes"]) for r in rows})
+    with chromium_driver(width=1440, height=1000) as driver:
+        driver.get(path.as_uri())
+        box = _js(driver, "var r = document.getElementById('summary').getBoundingClientRect();"
+                          " return [r.top, r.bottom, window.innerHeight, window.scrollY];")
+        bands = _js(driver, "return Array.from(document.querySelectorAll('#summary .band')).map(function (b) {"
+                            " var d = b.dataset; return [d.ranks, d.launch, d.choices, d.firstSize, d.lastSize,"
+                            " d.firstLatency, d.lastLatency, b.getBoundingClientRect().bottom]; });")
+        verdicts = _js(driver, "return Array.from(document.querySelectorAll('#summary-verdicts li'))"
+                               ".map(function (li) { return li.dataset.protocol; });")
+        assert console_errors(driver) == []
+    top, bottom, fold, scrolled = box
+    assert scrolled == 0 and 0 <= top < fold / 3, box   # the page opens on it
+    assert bottom <= fold, box                          # all of it on the first screen at 1440 px
+    assert bands and all(b[7] <= fold for b in bands)
+    by_ranks: dict[str, list] = {}
+    for ranks, launch, choices, first, last, lat_first, lat_last, _ in bands:
+        by_ranks.setdefault(ranks, []).append((first, last))
+        first_choice = choices.split("|")[0].split("/")
+        # the numbers are results.csv's, to the digit
+        assert latency[(ranks, launch, *first_choice, first)] == lat_first
+        assert latency[(ranks, launch, *first_choice, last)] == lat_last
+        # and the choice is the fastest there (every choice named is within 1 % of the fastest)
+        for size in (first, last):
+            here = [float(v) for k, v in latency.items() if k[0] == ranks and k[1] == launch and k[4] == size]
+            for choice in choices.split("|"):
+                assert float(latency[(ranks, launch, *choice.split("/"), size)]) <= min(here) * 1.01 + 1e-9
+    # every rank count of the run, its bands in size order covering every size run
+    assert sorted(by_ranks, key=int) == ["2", "4", "8"]
+    for spans in by_ranks.values():
+        covered = [s for first, last in spans for s in sizes if int(first) <= s <= int(last)]
+        assert covered == sizes
+    # one verdict line per protocol of the run, each once
+    assert sorted(verdicts) == sorted({r["protocol"] for r in rows})

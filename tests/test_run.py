@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 import collsim
-from collsim import models, results
-from collsim.errors import UnsupportedError
+from collsim import models, resultsfile
+from collsim.runner import rows as runner_rows, run as runner
+from collsim.errors import InputError, UnsupportedError
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
@@ -31,7 +33,7 @@ def test_run_writes_csv_and_json(write_scenario, collsim_cli, tmp_path, monkeypa
     out_dir = tmp_path / "reports" / "small"
     assert sorted(p.name for p in out_dir.iterdir()) == ["report.html", "results.csv", "results.json"]
     frame = pd.read_csv(out_dir / "results.csv", keep_default_na=False)
-    assert list(frame.columns) == list(results.COLUMNS)
+    assert list(frame.columns) == list(resultsfile.COLUMNS)
     # 2 usable rank counts x (barrier: 2 algorithms, ll and ll128: 3) x 2 launches x 9 sizes (8 B x 4^k up to 512 KiB)
     assert len(frame) == 2 * 8 * 2 * 9
     assert set(frame["ranks"]) == {2, 8}
@@ -44,7 +46,7 @@ def test_run_writes_csv_and_json(write_scenario, collsim_cli, tmp_path, monkeypa
     assert doc["model"] == "analytic"
     assert doc["scenario"]["name"] == "small"
     assert doc["topology"]["name"] == "hgx-h100" and doc["topology"]["summary"]["gpus"] == 8
-    assert doc["columns"] == list(results.COLUMNS)
+    assert doc["columns"] == list(resultsfile.COLUMNS)
     assert len(doc["rows"]) == len(frame)
     assert {s["reason"] for s in doc["skipped"]} >= {"an AllReduce needs at least 2 ranks, got 1"}
     assert "generated" not in doc
@@ -59,16 +61,33 @@ def test_run_writes_csv_and_json(write_scenario, collsim_cli, tmp_path, monkeypa
 
 def test_same_scenario_same_bytes(write_scenario, tmp_path):
     path = write_scenario(SMALL)
-    results.run_scenario(path, out=tmp_path / "a", model="analytic")
-    results.run_scenario(path, out=tmp_path / "b", model="analytic")
-    for name in ("results.csv", "results.json"):
-        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    runner.run_scenario(path, out=tmp_path / "a", model="analytic")
+    runner.run_scenario(path, out=tmp_path / "b", model="analytic")
+    assert (tmp_path / "a" / "results.csv").read_bytes() == (tmp_path / "b" / "results.csv").read_bytes()
+    # results.json: the same, but for its run section (the date)
+    a, b = ((tmp_path / d / "results.json").read_text() for d in "ab")
+    assert resultsfile.without_run(a) == resultsfile.without_run(b)
+    assert a.replace(json.loads(a)["run"]["date"], "D") == b.replace(json.loads(b)["run"]["date"], "D")
+
+
+def test_results_json_records_the_run_date_and_version(write_scenario, tmp_path, monkeypatch):
+    path = write_scenario(SMALL)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    runner.run_scenario(path, out=tmp_path / "a", model="analytic")
+    doc = json.loads((tmp_path / "a" / "results.json").read_text())
+    assert doc["run"] == {"date": "2023-11-14T22:13:20Z", "collsim_version": collsim.__version__}
+    assert list(doc)[-1] == "run"  # after the results, apart from them
+    assert "2023-11-14T22:13:20Z" in (tmp_path / "a" / "report.html").read_text()
+    monkeypatch.delenv("SOURCE_DATE_EPOCH")
+    runner.run_scenario(path, out=tmp_path / "b", model="analytic")
+    date = json.loads((tmp_path / "b" / "results.json").read_text())["run"]["date"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", date) and date > "2024"
 
 
 def test_run_scenario_api(write_scenario, tmp_path):
     df = collsim.run_scenario(write_scenario(SMALL), out=tmp_path / "o", model="analytic")
     assert isinstance(df, pd.DataFrame)
-    assert list(df.columns) == list(results.COLUMNS)
+    assert list(df.columns) == list(resultsfile.COLUMNS)
     assert df.attrs["model"] == "analytic" and df.attrs["out_dir"] == str(tmp_path / "o")
     small = df[(df.size_bytes == 8) & (df.ranks == 8) & (df.algorithm == "ring") & (df.protocol == "ll")]
     assert small[small.launch == "graph"].latency_us.iloc[0] == pytest.approx(15.0, abs=1e-3)
@@ -81,9 +100,9 @@ def test_failed_run_leaves_nothing(write_scenario, tmp_path, monkeypatch):
     def boom(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(results, "format_json", boom)
+    monkeypatch.setattr(runner, "format_json", boom)
     with pytest.raises(RuntimeError):
-        results.run_scenario(write_scenario(SMALL), out=tmp_path / "out", model="analytic")
+        runner.run_scenario(write_scenario(SMALL), out=tmp_path / "out", model="analytic")
     assert not (tmp_path / "out").exists()
 
 
@@ -91,7 +110,7 @@ def test_atomic_write_cleans_temporaries(tmp_path, monkeypatch):
     out = tmp_path / "r"
     out.mkdir()
     (out / "results.csv").write_text("old\n")
-    real_replace = results.os.replace
+    real_replace = resultsfile.os.replace
     calls = []
 
     def flaky(src, dst):
@@ -100,9 +119,9 @@ def test_atomic_write_cleans_temporaries(tmp_path, monkeypatch):
             raise OSError("no")
         return real_replace(src, dst)
 
-    monkeypatch.setattr(results.os, "replace", flaky)
+    monkeypatch.setattr(resultsfile.os, "replace", flaky)
     with pytest.raises(OSError):
-        results.write_results(out, {"results.csv": "a\n", "results.json": "{}\n"})
+        resultsfile.write_results(out, {"results.csv": "a\n", "results.json": "{}\n"})
     assert sorted(p.name for p in out.iterdir()) == ["results.csv"]  # no temporaries left
 
 
@@ -110,13 +129,13 @@ def test_run_rows_with_executor(write_scenario):
     from concurrent.futures import ThreadPoolExecutor
 
     scen = collsim.load_scenario(write_scenario(SMALL))
-    rows, _ = results.expand_rows(scen, "analytic")
-    serial = results.run_rows(rows)
+    rows, _ = runner_rows.expand_rows(scen, "analytic")
+    serial = runner_rows.run_rows(rows)
     with ThreadPoolExecutor(2) as pool:
-        threaded = results.run_rows(rows, executor=pool)
+        threaded = runner_rows.run_rows(rows, executor=pool)
     assert serial == threaded
     seen = []
-    results.run_rows(rows[:3], on_result=seen.append)
+    runner_rows.run_rows(rows[:3], on_result=seen.append)
     assert len(seen) == 3
 
 
@@ -146,7 +165,7 @@ def test_simulate_cli(collsim_cli):
 def test_simulate_api_defaults_and_errors():
     r = collsim.simulate(model="analytic")
     assert r.latency_us > 0 and r.model == "analytic"
-    with pytest.raises(UnsupportedError) as err:
+    with pytest.raises(InputError) as err:
         collsim.simulate(protocol="barrier", algorithm="ring", model="analytic")
     assert err.value.choices == ["one-shot", "two-shot"]
     r = collsim.simulate(model="analytic", timeline=True)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 
 
-from collsim.results import execute
+from collsim.runner.run import execute
 
 REPO = Path(__file__).resolve().parents[1]
 PROFILE = REPO / "profiles" / "hgx-h100-analytic.yaml"

@@ -6,8 +6,9 @@ from pathlib import Path
 import pytest
 
 from collsim.errors import InputError
-from collsim.ir.registry import ALGORITHMS, list_protocols
-from collsim.results import expand_rows
+from collsim.algorithms import ALGORITHMS
+from collsim.ir.registry import list_protocols
+from collsim.runner.rows import expand_rows
 from collsim.scenario import Scenario, load_scenario
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[1] / "scenarios").glob("*.yaml"))

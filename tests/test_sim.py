@@ -106,8 +106,8 @@ def test_reset_pass_costs_latency():
     """Re-zeroing the accumulation buffer is on the critical path once it is large enough to matter."""
     topo = load_topology("hgx-h100")
     for size in (4 * KiB, 4 * MiB, 64 * MiB):
-        with_reset = des(load_protocol("ll128-atomic"), "one-shot", size, topology=topo).latency_us
-        without = des(load_protocol("ll128-atomic", reset=False), "one-shot", size, topology=topo).latency_us
+        with_reset = des(load_protocol("atomic-counter"), "one-shot", size, topology=topo).latency_us
+        without = des(load_protocol("atomic-counter", reset=False), "one-shot", size, topology=topo).latency_us
         assert without <= with_reset
         if size >= 4 * MiB:
             assert without < with_reset
@@ -174,7 +174,7 @@ def test_small_messages_are_synchronization_large_ones_data():
 
 
 @pytest.mark.parametrize("name,algorithm", [("ll", "one-shot"), ("simple", "ring"), ("barrier", "two-shot"),
-                                            ("ll128-atomic", "one-shot")])
+                                            ("atomic-counter", "one-shot")])
 def test_event_count_does_not_grow_with_message_size(name, algorithm):
     """A range of lines is one transfer: the events of a launch are bounded by its operations, at any size."""
     small, huge = des(name, algorithm, 8), des(name, algorithm, 1024 * MiB)
@@ -349,16 +349,17 @@ def test_a_harness_is_the_graph_kernel_started_later(name, algorithm, size):
 def test_a_poll_satisfied_at_its_first_sample_names_the_write_since_which_it_held():
     """Not merely the last write visible by then: a credit that held from the start decided nothing, and a
     flag set twice to the same value was decided by the first setting."""
+    from collsim.ir.ops import AtLeast, Equals
     from collsim.sim.memory import Location, Write
 
     credit = Location(("credits", 0, 0, 0), 0)
     credit.add(Write(0, 1, 1.0, "set", 1, "return"))
-    assert credit.satisfied_at(0, 1, ("ge", 0), 2.0) == (2.0, None)
+    assert credit.satisfied_at(0, 1, AtLeast(0).bind({}), 2.0) == (2.0, None)
     flag = Location(("flags", 0, 0, 0), 0)
     first, again = Write(0, 1, 1.0, "set", 7, "first"), Write(0, 1, 1.5, "set", 7, "again")
     flag.add(first)
     flag.add(again)
-    assert flag.satisfied_at(0, 1, ("eq", 7), 2.0) == (2.0, first)
+    assert flag.satisfied_at(0, 1, Equals(7).bind({}), 2.0) == (2.0, first)
     flag.add(Write(0, 1, 1.7, "set", 0, "reset"))
     flag.add(Write(0, 1, 1.8, "set", 7, "last"))
-    assert flag.satisfied_at(0, 1, ("eq", 7), 2.0)[1].transfer == "last"
+    assert flag.satisfied_at(0, 1, Equals(7).bind({}), 2.0)[1].transfer == "last"

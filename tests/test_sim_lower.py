@@ -6,9 +6,9 @@ from dataclasses import fields
 import pytest
 
 from collsim.algorithms import generate
-from collsim.ir.ops import Fill, Input, Reg
+from collsim.ir.ops import Fill, Input, MulticastRef, Reg
 from collsim.ir.registry import list_protocols, load_protocol
-from collsim.sim.lower import Block, SimOp, lower_for_sim
+from collsim.sim.lower import EVERY_COPY, Block, SimOp, lower_for_sim
 
 SHIPPED = [(name, alg) for name in list_protocols() for alg in load_protocol(name).algorithms]
 INSTANCES = [(2, 0, 64), (3, 1, 96), (4, 2, 4096), (8, 5, 1 << 20)]
@@ -31,13 +31,14 @@ def _expected(op) -> dict:
     if ref is None and hasattr(getattr(op, "src", None), "buffer"):
         ref = op.src
     if ref is not None:
-        out["ref"] = (ref.buffer, ref.rank, ref.slot, ref.region, ref.line, ref.lines)
+        owner = EVERY_COPY if isinstance(ref, MulticastRef) else ref.rank  # a multimem op reaches every copy
+        out["ref"] = (ref.buffer, owner, ref.slot, ref.region, ref.line, ref.lines)
     for name in ("flag", "into", "into_offset", "nbytes"):
         if hasattr(op, name):
             out[name] = getattr(op, name)
     if hasattr(op, "until"):
         out["pred"] = (type(op.until).__name__, op.until.value)
-    if type(op).__name__ in ("Store", "WriteOutput"):
+    if type(op).__name__ in ("Store", "WriteOutput", "MultimemStore"):
         out["src"] = _source(op.src)
     if hasattr(op, "srcs"):
         out["srcs"] = tuple(_source(s) for s in op.srcs)
@@ -45,7 +46,7 @@ def _expected(op) -> dict:
         out["offset"] = op.output_offset
     if type(op).__name__ == "WriteOutput":
         out["offset"] = op.offset
-    if type(op).__name__ == "Atomic":
+    if type(op).__name__ in ("Atomic", "MultimemRed"):
         out["operand"] = _source(op.operand)
     return out
 
@@ -60,15 +61,14 @@ def _actual(bound: SimOp) -> dict:
         if hasattr(op, name):
             out[name] = getattr(bound, name)
     if bound.pred is not None:
-        names = {"eq": "Equals", "ge": "AtLeast", "ne": "NotEqual"}
-        out["pred"] = (names[bound.pred[0]], bound.pred[1])
-    if kind in ("Store", "WriteOutput"):
+        out["pred"] = (type(bound.pred).__name__, bound.pred.value)
+    if kind in ("Store", "WriteOutput", "MultimemStore"):
         out["src"] = bound.src
     if bound.srcs is not None:
         out["srcs"] = bound.srcs
     if kind in ("Reduce", "WriteOutput"):
         out["offset"] = bound.offset
-    if kind == "Atomic":
+    if kind in ("Atomic", "MultimemRed"):
         out["operand"] = bound.operand
     return out
 

@@ -20,7 +20,7 @@ from collsim.topology import load_topology
 MiB = 1 << 20
 SHIPPED = {"barrier": ("one-shot", "two-shot"), "simple": ("one-shot", "two-shot", "ring"),
            "ll": ("one-shot", "two-shot", "ring"), "ll128": ("one-shot", "two-shot", "ring"),
-           "ll128-atomic": ("one-shot",), "sentinel": ("one-shot", "two-shot"),
+           "atomic-counter": ("one-shot",), "sentinel": ("one-shot", "two-shot"),
            "signal-pad": ("one-shot", "two-shot")}
 #: algorithms whose last phase pushes into the peers' buffers (signal-pad's two-shot, as PyTorch's)
 PUSHED = {("signal-pad", "two-shot")}

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 import collsim
-from collsim import models, results
+from collsim import models, resultsfile
+from collsim.runner import rows as runner_rows, run as runner
 from collsim.errors import InputError
 from collsim.scenario import load_scenario
 from collsim.scenario.loader import parse_sweep_range
@@ -32,13 +33,13 @@ def test_expansion_order_and_outputs(write_scenario, tmp_path):
     points = scen.sweep_points()
     assert len(points) == 6 and points[1] == (("launch_overhead_us", 2), ("base_latency_us.ll", 7))
     assert scen.costs_for(points[1]) == {"launch_overhead_us": 2, "base_latency_us": {"ll": 7}}
-    rows, skipped = results.expand_rows(scen)
+    rows, skipped = runner_rows.expand_rows(scen)
     assert len(rows) == 6 * 2 * 2 * 2  # points x ranks x protocols x sizes
     assert [r.sweep for r in rows[:8]] == [points[0]] * 8  # combinations outermost
     out = tmp_path / "o"
     df = collsim.run_scenario(path, out=out)
     # In Python: every point in one frame, a column per swept parameter after op.
-    columns = list(results.COLUMNS)
+    columns = list(resultsfile.COLUMNS)
     at = columns.index("op") + 1
     assert list(df.columns) == columns[:at] + ["launch_overhead_us", "base_latency_us.ll"] + columns[at:]
     assert len(df) == 48
@@ -93,15 +94,19 @@ def test_same_sweep_same_bytes(write_scenario, tmp_path):
     files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
     assert len(files) == 9
     for name in files:
-        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+        if name.name == "results.json":  # the same but for the run section (the date)
+            a, b = ((tmp_path / d / name).read_text() for d in "ab")
+            assert resultsfile.without_run(a) == resultsfile.without_run(b)
+        else:
+            assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
     index = pd.read_csv(tmp_path / "a" / "sweep.csv")
     assert index["launch_overhead_us"].tolist() == [0.05, 0.1, 0.15, 0.2]
     assert "launch_overhead_us=0.15" in index["directory"].tolist()  # exact decimals, not 0.15000000000000002
 
 
 def test_directory_names():
-    assert results.sweep_directories([(("a", 1),), (("a", "x/y"),), (("a", "x:y"),)]) == ["a=1", "a=x_y", "point-3"]
-    assert results.sweep_directories([(("k" * 130, 1),)]) == ["point-1"]
+    assert resultsfile.sweep_directories([(("a", 1),), (("a", "x/y"),), (("a", "x:y"),)]) == ["a=1", "a=x_y", "point-3"]
+    assert resultsfile.sweep_directories([(("k" * 130, 1),)]) == ["point-1"]
 
 
 def test_cli_table_shows_sweep_columns(write_scenario, collsim_cli, tmp_path, monkeypatch):
@@ -116,10 +121,10 @@ def test_cli_table_shows_sweep_columns(write_scenario, collsim_cli, tmp_path, mo
 
 def test_without_sweep_nothing_changes(write_scenario, tmp_path):
     df = collsim.run_scenario(write_scenario(BASE), out=tmp_path / "o")
-    assert list(df.columns) == list(results.COLUMNS) and "sweep_points" not in df.attrs
+    assert list(df.columns) == list(resultsfile.COLUMNS) and "sweep_points" not in df.attrs
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["report.html", "results.csv", "results.json"]
     doc = json.loads((tmp_path / "o" / "results.json").read_text())
-    assert "sweep" not in doc["scenario"] and "sweep_point" not in doc and doc["columns"] == list(results.COLUMNS)
+    assert "sweep" not in doc["scenario"] and "sweep_point" not in doc and doc["columns"] == list(resultsfile.COLUMNS)
 
 
 def test_costs_and_sweep_merge(write_scenario):
@@ -154,7 +159,7 @@ def test_values_checked_by_the_model_that_runs(write_scenario, monkeypatch, tmp_
     assert err.value.field == "sweep.poll_period_us[1]" and "too slow, got 0.2" in err.value.message
     ok = load_scenario(write_scenario(text.replace("0.2]", "0.15]"), name="ok.yaml"), model="lenient")
     with pytest.raises(InputError) as err:
-        results.execute(ok, model="analytic", write=False)
+        runner.execute(ok, model="analytic", write=False)
     assert err.value.field == "sweep" and "poll_period_us" in err.value.message
 
 

@@ -79,7 +79,8 @@ def test_a_failing_run_is_reported_and_the_others_kept(serial, tmp_path):
     [failed] = summary.failed
     assert (failed.protocol, failed.algorithm, failed.kind, failed.status, failed.attempts) == (
         str(broken), "one-shot", "protocol", "error", 2)
-    assert failed.error == "RuntimeError: no program here"
+    # the protocol's own error, named with its file and line as every command names it
+    assert failed.error.endswith("broken.py:10: one-shot: RuntimeError: no program here"), failed.error
     assert summary.to_json()["failed"][0]["status"] == "error" and summary.to_json()["ok"] is False
     kept = {r.protocol: r for r in serial.protocols + serial.mutants}
     for r in summary.protocols + summary.mutants:
@@ -87,7 +88,7 @@ def test_a_failing_run_is_reported_and_the_others_kept(serial, tmp_path):
 
 
 def test_verify_all_refuses_bad_options():
-    with pytest.raises(InputError, match="unknown protocol 'nope'.*valid: barrier"):
+    with pytest.raises(InputError, match="unknown protocol 'nope'.*valid: atomic-counter, barrier"):
         verify_all(only=["nope"])
     with pytest.raises(InputError) as err:
         verify_all(only=SUBSET, executor="threads")

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from collsim.verify.bridge import Unsupported, native_exists, native_outcomes, to_lowered
+from collsim.verify.bridge import Unsupported, native_exists, native_outcomes, to_instance
 from collsim.verify.events import Program, ProgramBuilder
 from collsim.verify.litmus import load_jsonl, parse_test
 from collsim.verify.solver import outcomes
@@ -58,7 +58,7 @@ def test_most_of_the_litmus_suite_is_expressible():
     unsupported = []
     for t in load_jsonl(TRAIN):
         try:
-            to_lowered(t.program)
+            to_instance(t.program)
         except Unsupported as exc:
             unsupported.append((t.name, str(exc)))
     assert len(unsupported) <= UNSUPPORTED_AT_MOST, unsupported
@@ -69,13 +69,13 @@ def test_unsupported_features_are_refused_and_red_and_cas_converted():
     b.thread("P0")
     b.bar("P0", instance=0, arrive=True)
     with pytest.raises(Unsupported, match="arrive"):
-        to_lowered(b.build())
+        to_instance(b.build())
     b = ProgramBuilder()
     b.rmw("P0", "x", "cas", 1, compare=0)
-    assert to_lowered(b.build()).low.events[0].writes_if is not None
+    assert to_instance(b.build()).low.events[0].writes_if is not None
     b = ProgramBuilder()
     b.red("P0", "x", "add", 1)
-    assert not to_lowered(b.build()).low.events[0].returns_value
+    assert not to_instance(b.build()).low.events[0].returns_value
 
 
 # ----------------------------------------------------------- random programs

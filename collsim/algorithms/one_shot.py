@@ -10,16 +10,22 @@ output is ``sum_r x_r``.
 """
 from __future__ import annotations
 
-from collsim.ir.expr import MSG, NRANKS
+from collsim.algorithms.algorithm import Algorithm, whole_message
+from collsim.ir.expr import MSG, NRANKS, Const
 from collsim.ir.ops import Input, Reduce, Reg, WriteOutput
 from collsim.ir.program import ProgramBuilder
 from collsim.ir.protocol import PEER, PEER_INDEX, Exchange, Protocol, Recv, ReduceExchange, Send
 
+__all__ = ["ONE_SHOT", "build"]
+
+EXCHANGES = Const(1)
+
 
 def build(protocol: Protocol, b: ProgramBuilder) -> None:
+    """Emit the one-shot program of ``protocol`` into ``b``."""
     if protocol.reduces_remotely:
         b.register("result", MSG)
-        protocol.reduce_exchange(b, ReduceExchange(0, 1, Input(0), MSG, "result"))
+        protocol.reduce_exchange(b, ReduceExchange(0, EXCHANGES, Input(0), MSG, "result"))
         b.emit(WriteOutput(Reg("result"), 0, MSG))
         return
     b.register("recv", (NRANKS - 1) * MSG)
@@ -28,7 +34,7 @@ def build(protocol: Protocol, b: ProgramBuilder) -> None:
         b,
         Exchange(
             phase=0,
-            phases_per_iter=1,
+            phases_per_iter=EXCHANGES,
             sends=(Send(PEER, Input(0), MSG, 0),),
             recvs=(Recv(PEER, "recv", MSG, 0, into_offset=PEER_INDEX * MSG),),
             over_peers=True,
@@ -38,3 +44,6 @@ def build(protocol: Protocol, b: ProgramBuilder) -> None:
     b.emit(
         Reduce("acc", (Input(0), Reg("recv", 0, count=NRANKS - 1, stride=MSG)), MSG, output_offset=0)
     )
+
+
+ONE_SHOT = Algorithm("one-shot", EXCHANGES, whole_message, build)

@@ -13,17 +13,22 @@ Precondition and postcondition as for one-shot.
 """
 from __future__ import annotations
 
-from collsim.algorithms.base import chunk_bytes
+from collsim.algorithms.algorithm import Algorithm, chunk_bytes
 from collsim.ir.expr import NRANKS, RANK
 from collsim.ir.ops import Input, Reduce, Reg, WriteOutput
 from collsim.ir.program import ProgramBuilder
 from collsim.ir.protocol import Exchange, Protocol, Recv, Send, peer_ranks
 
+__all__ = ["RING", "build"]
+
+EXCHANGES = 2 * (NRANKS - 1)
+
 
 def build(protocol: Protocol, b: ProgramBuilder) -> None:
+    """Emit the ring program of ``protocol`` into ``b``."""
     chunk = chunk_bytes(protocol)
     nxt, prv = peer_ranks()
-    phases = 2 * (NRANKS - 1)
+    phases = EXCHANGES
     b.register("recv", chunk)
     b.register("acc", chunk)
 
@@ -65,3 +70,6 @@ def build(protocol: Protocol, b: ProgramBuilder) -> None:
     protocol.exchange(b, Exchange(phases - 1, phases, (), (Recv(prv, "acc", chunk, last * chunk),), lockstep=False,
                                   consume=lambda builder, recv: builder.emit(WriteOutput(Reg("acc"), last * chunk,
                                                                                          chunk))))
+
+
+RING = Algorithm("ring", EXCHANGES, chunk_bytes, build)

@@ -19,7 +19,7 @@ This module computes exactly that for ``ring`` and extends it:
     Reduce-scatter then all-gather, each one step moving ``(n−1)/n × size``:
     bus traffic ``2(n−1)/n × size``, ``nsteps = 2``.
 synchronization
-    ``protocol.sync_rounds(algorithm)`` extra global rounds, each costing
+    ``collsim.algorithms.sync_rounds(protocol, algorithm, n)`` extra global rounds, each costing
     ``sync_round_latency_us`` (assumed: one LL step).
 reduction
     The bytes a rank reads and writes to reduce, over its HBM bandwidth
@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from collsim.algorithms import sync_rounds as protocol_sync_rounds
 from collsim.analytic.constants import base_constants, merged_constants
 from collsim.errors import InputError, UnsupportedError
 from collsim.models import SimRequest, SimResult
@@ -245,7 +246,7 @@ def analytic_model(request: SimRequest) -> SimResult:
     p = plan(request, consts, notes)
     base = consts["base_latency_us"][p.family]
     hw_lat = consts["hw_latency_us"][p.hw][p.family]
-    sync_rounds = int(request.protocol.sync_rounds(request.algorithm))
+    sync_rounds = int(protocol_sync_rounds(request.protocol, request.algorithm, request.ranks))
     sync = base + p.steps * hw_lat + sync_rounds * consts["sync_round_latency_us"][p.hw]
     data = p.bus_bytes / (1000.0 * p.proto_bw_gbps) if p.proto_bw_gbps > 0 else math.inf
     reduce = p.reduce_bytes / (1000.0 * p.hbm_gbps)

@@ -26,7 +26,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from collsim.calibrate.mapping import (
+    family_of,
+    gpu_model,
+    known_algorithm,
+    known_protocol,
+    launch_of,
+    measured_time_us,
+)
+from collsim.calibrate.measurements import usable
 from collsim.errors import InputError
+from collsim.resultsfile import load_results
 
 __all__ = ["Comparison", "compare", "measured_keys", "load_simulated"]
 
@@ -81,15 +91,6 @@ class Comparison:
 def measured_keys(measured: pd.DataFrame, topology: str | None = None) -> pd.DataFrame:
     """The join keys of every measured row: ``collective, ranks, size_bytes, algorithm, protocol, launch,
     topology, gpu, family, measured_us`` (``""`` = not stated)."""
-    from collsim.calibrate.mapping import (
-        _time,
-        family_of,
-        gpu_model,
-        known_algorithm,
-        known_protocol,
-        launch_of,
-    )
-
     out = []
     for i, row in enumerate(measured.to_dict("records")):
         launch, _ = launch_of(row)
@@ -109,15 +110,13 @@ def measured_keys(measured: pd.DataFrame, topology: str | None = None) -> pd.Dat
             "family": family_of(row)[1],
             "source": str(row.get("source") or ""),
             "line": row.get("source_line"),
-            "measured_us": _time(row),
+            "measured_us": measured_time_us(row),
         })
     return pd.DataFrame(out)
 
 
 def load_simulated(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     """``(frame, meta)`` of a collsim results file; a file that is not one is a one-line InputError."""
-    from collsim.report import load_results
-
     p = Path(path)
     if p.is_file() and p.suffix.lower() == ".csv":
         try:
@@ -148,7 +147,7 @@ def compare(
     measured_source: str = "measured",
     topology: str | None = None,
 ) -> Comparison:
-    """Join ``simulated`` (a results table, ``collsim.results.COLUMNS``) with ``measured`` (a measurement table).
+    """Join ``simulated`` (a results table, ``collsim.resultsfile.COLUMNS``) with ``measured`` (a measurement table).
 
     Rows flagged ``wrong`` are left out of ``measured`` first.
 
@@ -158,8 +157,6 @@ def compare(
         When no measured row joins any simulated row; the message names the
         measured file and says which keys differ.
     """
-    from collsim.calibrate.measurements import usable
-
     good = usable(measured).reset_index(drop=True)
     keys = measured_keys(good, topology)
     sim = simulated.reset_index(drop=True)

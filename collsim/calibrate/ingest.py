@@ -33,6 +33,7 @@ from collsim.calibrate.formats.nccl_json import parse_json
 from collsim.calibrate.formats.nccl_text import parse_text
 from collsim.calibrate.formats.tables import csv_kind, parse_collsim_csv, parse_published_csv
 from collsim.calibrate.measurements import (
+    COLLECTIVES,
     COLUMN_DOCS,
     MEASUREMENT_COLUMNS,
     canonical_collective,
@@ -129,12 +130,44 @@ def _read_text(path: Path) -> str:
     return text
 
 
+#: The time columns a measured row may carry (out-of-place, in-place).
+TIME_COLUMNS = ("time_us", "time_us_inplace")
+
+
+def _without_bad_times(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[tuple[Any, str]]]:
+    """The rows whose every time is a positive number (or absent), and ``(line, what)`` of each left out.
+
+    A time that is NaN, negative or zero is no measurement (a failed run, a broken column, a timer that did
+    not start): the row cannot be trusted, so it is kept out of the table rather than passed on.
+    """
+    kept, dropped = [], []
+    for row in rows:
+        bad = [(column, value) for column in TIME_COLUMNS
+               if isinstance(value := row.get(column), (int, float)) and not (value > 0)]
+        if bad:
+            line = row.get("source_line") or row.get("_csv_line")
+            dropped.append((line, ", ".join(f"{c} {v:g}" for c, v in bad)))
+        else:
+            kept.append(row)
+    return kept, dropped
+
+
+def dropped_message(name: str, dropped: list[tuple[Any, str]]) -> str:
+    """One warning for the rows :func:`_without_bad_times` left out: how many, and the first few."""
+    shown = "; ".join(f"line {line}: {what}" if line else what for line, what in dropped[:4])
+    more = f"; and {len(dropped) - 4} more" if len(dropped) > 4 else ""
+    return (f"{name}: {len(dropped)} row{'s' if len(dropped) != 1 else ''} left out: a time that is not a positive "
+            f"number (NaN, negative or zero) is no measurement ({shown}{more})")
+
+
 def parse_log(path: str | os.PathLike[str]) -> ParsedLog:
     """Read one input (format detected from its content) into a :class:`ParsedLog`.
 
     nccl-tests text and JSON output, collsim measurement CSVs and the
     published-measurements CSV are accepted. A run that crashed or was cut
     off yields the rows it printed, each marked ``truncated``, and a warning.
+    A row with a time that is NaN, negative or zero is left out, and one
+    warning counts such rows.
 
     Raises
     ------
@@ -151,12 +184,19 @@ def parse_log(path: str | os.PathLike[str]) -> ParsedLog:
         rows, meta, warns = parse_json(text, name)
     else:
         kind = csv_kind(text)
+        if kind == "results":
+            raise InputError("is a collsim results file (simulated by 'collsim run'), not measurements: compare it "
+                             "with 'collsim compare SIM.csv MEASURED' or give measurements here (nccl-tests output, "
+                             "a table 'collsim ingest' wrote)", file=name)
         if kind == "published":
             rows, meta, warns = parse_published_csv(text, name)
         elif kind == "collsim":
             rows, meta, warns = parse_collsim_csv(text, name)
         else:
             rows, meta, warns = parse_text(text, name)
+    rows, dropped = _without_bad_times(rows)
+    if dropped:
+        warns = list(warns) + [dropped_message(name, dropped)]
     frame = pd.DataFrame([{k: v for k, v in r.items() if not k.startswith("_")} for r in rows])
     table = normalize(frame) if len(frame) else empty_table()
     meta = dict(meta)
@@ -191,8 +231,6 @@ def ingest_files(
     returned: a partial set is never passed on as complete.
     """
     if collective is not None and not canonical_collective(collective):
-        from collsim.calibrate.measurements import COLLECTIVES
-
         raise InputError(f"unknown collective {collective!r}", field="--collective", choices=COLLECTIVES)
     logs: list[ParsedLog] = []
     messages: list[str] = []

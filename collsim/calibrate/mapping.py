@@ -23,11 +23,15 @@ The rules, in the order they are applied (:func:`map_row`):
    not modelled; flagged as a substitution). Multi-node runs, GPU counts the
    preset lacks or that are unknown, PCIe GPUs and GPUs without a preset are
    unmapped.
-4. Implementation: NVLS/multimem (NVLink SHARP multicast), tree algorithms,
-   MSCCL++ kernels and NCCL's symmetric kernels are not modelled. PyTorch
-   SymmetricMemory ``one_shot_all_reduce`` / ``two_shot_all_reduce_`` and the
-   Triton/Helion one-shot kernels built on the same signal-pad barrier are
-   ``barrier`` one-shot / two-shot. NCCL rows with ``NCCL_ALGO``/``NCCL_PROTO``
+4. Implementation: tree algorithms, MSCCL++ kernels and NCCL's symmetric
+   kernels are not modelled. PyTorch SymmetricMemory ``one_shot_all_reduce`` /
+   ``two_shot_all_reduce_`` and the Triton/Helion one-shot kernels built on the
+   same signal-pad barrier are ``barrier`` one-shot / two-shot. NVLink SHARP
+   (multimem) rows are ``nvls``: NCCL's ``NCCL_ALGO=NVLS`` and ``NVLSTree`` (one
+   node: a reduce-scatter by ``multimem.ld_reduce`` and an all-gather by
+   ``multimem.st``) and PyTorch's ``multimem_all_reduce_`` are nvls two-shot,
+   the multimem one-shot kernels nvls one-shot, on a topology whose switches
+   multicast and reduce. NCCL rows with ``NCCL_ALGO``/``NCCL_PROTO``
    known use them; a ring whose protocol is not stated, and an "NCCL default"
    row, take what NCCL's tuner would pick (:func:`nccl_default_choice`).
 
@@ -43,7 +47,7 @@ bandwidth) is the analytic model's approximation of NCCL's graph search, the
 tree reuses it, and NVLS uses one channel per GPU at the fastest speed of the
 architecture's search array that fits the GPU's NVLink bandwidth (NCCL
 ``src/graph/search.cc``). When Ring wins, the row maps to ring with that
-protocol; when Tree or NVLS wins it is unmapped (collsim models neither).
+protocol; when NVLS wins, to nvls two-shot; when Tree wins it is unmapped.
 On 8 × H100 this gives Ring/LL up to about 1 MiB and NVLS above, the switch
 point S02 reports for 8 × H200.
 """
@@ -58,16 +62,22 @@ from typing import Any
 
 import pandas as pd
 
+from collsim.analytic.constants import base_constants
+from collsim.analytic.model import plan
+from collsim.ir.registry import load_protocol
+from collsim.models import SimRequest
+
 __all__ = [
     "GPU_PRESETS",
     "SUBSTITUTIONS",
     "MAPPED_COLUMNS",
-    "Mapping",
+    "RowMapping",
     "gpu_model",
     "map_row",
     "map_measurements",
     "nccl_default_choice",
     "family_of",
+    "measured_time_us",
     "launch_of",
     "known_algorithm",
     "known_protocol",
@@ -118,8 +128,8 @@ _TREE_CORRECTION = {
 
 
 @dataclass(frozen=True)
-class Mapping:
-    """What one measured row maps to, or why it does not."""
+class RowMapping:
+    """What one measured row maps to (a modelled configuration and the rule that chose it), or why it does not."""
 
     family: str
     label: str
@@ -198,7 +208,7 @@ def _algorithm_text(row: Any) -> str:
     return m.group(1).strip() if m else ""
 
 
-def _time(row: Any) -> float | None:
+def measured_time_us(row: Any) -> float | None:
     """The out-of-place time, else the in-place one (nccl-tests prints both; some sources only one)."""
     for key in ("time_us", "time_us_inplace"):
         value = row.get(key)
@@ -232,15 +242,13 @@ def family_of(row: Any) -> tuple[str, str]:
 
 @lru_cache(maxsize=64)
 def _topology(name: str) -> Any:
-    from collsim.topology import load_topology
+    from collsim.topology import load_topology  # lazy: start-up (networkx; `collsim compare` needs no topology)
 
     return load_topology(name)
 
 
 @lru_cache(maxsize=8)
 def _protocol(name: str) -> Any:
-    from collsim.ir.registry import load_protocol
-
     return load_protocol(name)
 
 
@@ -252,10 +260,6 @@ def nccl_default_choice(topology: str, ranks: int, size_bytes: int, algorithms: 
     every candidate; the choice is the smallest. ``algorithms`` restricts the
     candidates (``("ring",)`` for ``NCCL_ALGO=Ring``). See the module docstring.
     """
-    from collsim.analytic.constants import base_constants
-    from collsim.analytic.model import plan
-    from collsim.models import SimRequest
-
     topo = _topology(topology)
     consts = base_constants()
     n = int(ranks)
@@ -310,8 +314,8 @@ def nccl_default_choice(topology: str, ranks: int, size_bytes: int, algorithms: 
 
 _HOST_TIMING = ("host wall clock", "host-side timing", "host-timed", "host timing")
 _HIDDEN_LAUNCH = ("launch overhead hidden", "gpu sleep", "launches hidden")
+_NVLS_WORDS = ("nvls", "multimem", "nvlink sharp")
 _UNMODELLED = (
-    (("nvls", "multimem", "nvlink sharp"), "NVLS multicast (NVLink SHARP) is not modelled"),
     (("tree",), "tree algorithms are not modelled"),
     (("mscclpp", "mscclpp-test", "msccl++"), "MSCCL++ kernels: their algorithm and protocol are not modelled"),
     (("symmetric-memory kernels", "symmetric kernels"), "NCCL symmetric kernels: the kernel that ran is not stated"),
@@ -336,15 +340,18 @@ def launch_of(row: Any) -> tuple[str, str]:
 def known_algorithm(row: Any) -> str:
     """The algorithm a measured row states, as collsim or NCCL names it (``""`` if not stated).
 
-    ``ring``, ``one-shot``, ``two-shot`` can join simulated rows; ``tree``,
-    ``nvls`` … name algorithms collsim does not model.
+    ``ring``, ``one-shot``, ``two-shot`` can join simulated rows (NVLS rows name the nvls protocol's
+    one-shot or two-shot, see :func:`known_protocol`); ``tree``, ``collnet``, ``pat`` name algorithms
+    collsim does not model.
     """
     alg = _algorithm_text(row).lower()
     if not alg or (alg.startswith("nccl default") and "harness" not in alg):
         return ""
-    for name in ("nvlstree", "nvls", "multimem", "tree", "collnet", "pat"):
+    if any(k in alg for k in _NVLS_WORDS):  # NVLS runs collsim's nvls protocol; one-shot or two-shot
+        return "one-shot" if re.search(r"one[_ -]?shot", alg) else "two-shot"
+    for name in ("tree", "collnet", "pat"):
         if name in alg:
-            return "nvls" if name == "multimem" else name
+            return name
     if re.search(r"one[_ -]?shot", alg) and not re.search(r"two[_ -]?shot", alg):
         return "one-shot"
     if re.search(r"two[_ -]?shot", alg) and not re.search(r"one[_ -]?shot", alg):
@@ -355,17 +362,21 @@ def known_algorithm(row: Any) -> str:
 
 
 def known_protocol(row: Any) -> str:
-    """``ll``, ``ll128`` or ``simple`` when the row states NCCL_PROTO, else ``""``."""
+    """``nvls`` for an NVLink SHARP row (NCCL_ALGO=NVLS/NVLSTree, multimem kernels), else ``ll``, ``ll128``
+    or ``simple`` when the row states NCCL_PROTO, else ``""``."""
+    alg = _algorithm_text(row).lower()
+    if known_algorithm(row) and any(k in alg for k in _NVLS_WORDS):
+        return "nvls"
     proto = _text(row.get("protocol")).lower()
     return proto if proto in ("ll", "ll128", "simple") else ""
 
 
-def _unmapped(fam: tuple[str, str], reason: str, **kw: Any) -> Mapping:
-    return Mapping(fam[0], fam[1], False, reason=reason, **kw)
+def _unmapped(fam: tuple[str, str], reason: str, **kw: Any) -> RowMapping:
+    return RowMapping(fam[0], fam[1], False, reason=reason, **kw)
 
 
 def _implementation(library: str, algorithm: str) -> tuple[str, str] | str:
-    """``("nccl", algo_text)``, ``("barrier", "one-shot"|"two-shot")`` or an unmapped reason."""
+    """``("nccl", algo_text)``, ``("barrier" | "nvls", "one-shot"|"two-shot")`` or an unmapped reason."""
     lib, alg = library.lower(), algorithm.lower()
     both = f"{lib} {alg}"
     default = alg.startswith("nccl default") or alg in ("", "not stated")
@@ -375,6 +386,12 @@ def _implementation(library: str, algorithm: str) -> tuple[str, str] | str:
         if "tuner plugin" in alg:
             return "algorithm chosen by an external tuner plugin, not NCCL's tuner"
         return ("nccl", alg)
+    if any(k in both for k in _NVLS_WORDS):
+        if "not reported" in alg or "actually ran" in alg:
+            return "the algorithm NCCL actually ran is not reported"
+        if re.search(r"one[_ -]?shot", alg):
+            return ("nvls", "one-shot")
+        return ("nvls", "two-shot")
     for keys, why in _UNMODELLED:
         if any(k in both for k in keys):
             if "not reported" in alg or "actually ran" in alg:
@@ -430,7 +447,17 @@ def _topology_for(row: Any, ranks: int | None, topology: str | None) -> tuple[st
     return preset, note, gpu
 
 
-def map_row(row: Any, *, topology: str | None = None) -> Mapping:
+def _nvls_mapping(fam: tuple[str, str], preset: str, substitution: str, ranks: int, algorithm: str, launch: str,
+                  rule: str) -> RowMapping:
+    """An NVLink SHARP row as nvls/``algorithm``, or unmapped when the preset's switches cannot run it."""
+    fabric = _topology(preset).fabric
+    if not (fabric.multicast and fabric.reduction):
+        return _unmapped(fam, f"NVLS on {preset}, whose switches do not multicast and reduce")
+    return RowMapping(fam[0], fam[1], True, rule=rule, substitution=substitution, topology=preset, ranks=ranks,
+                      algorithm=algorithm, protocol="nvls", launch=launch)
+
+
+def map_row(row: Any, *, topology: str | None = None) -> RowMapping:
     """Map one measurement row (a mapping or Series with the measurement columns)."""
     fam = family_of(row)
     notes = _text(row.get("notes")).lower()
@@ -443,7 +470,7 @@ def map_row(row: Any, *, topology: str | None = None) -> Mapping:
         return _unmapped(fam, "the source marks this value as an outlier")
     if "do not use" in notes:
         return _unmapped(fam, "the source says not to use these numbers")
-    if _time(row) is None:
+    if measured_time_us(row) is None:
         return _unmapped(fam, "no time")
     size = _int(row.get("size_bytes"))
     if not size or size <= 0:
@@ -467,9 +494,12 @@ def map_row(row: Any, *, topology: str | None = None) -> Mapping:
     preset, substitution, _gpu = where
     kind, what = impl
     if kind == "barrier":
-        return Mapping(fam[0], fam[1], True, rule=f"{what} with a signal-pad barrier = barrier/{what}; {launch_rule}",
+        return RowMapping(fam[0], fam[1], True, rule=f"{what} with a signal-pad barrier = barrier/{what}; {launch_rule}",
                        substitution=substitution, topology=preset, ranks=ranks, algorithm=what,
                        protocol="barrier", launch=launch)
+    if kind == "nvls":
+        return _nvls_mapping(fam, preset, substitution, ranks, what, launch,
+                             f"NVLink SHARP {what} = nvls/{what}; {launch_rule}")
     # NCCL
     algo_col = _algorithm_text(row).lower()
     # "Ring (NCCL_ALGO=Ring)", "ring (label 'nccl_ring')", "NCCL default (ring per harness naming)" name a ring;
@@ -477,7 +507,7 @@ def map_row(row: Any, *, topology: str | None = None) -> Mapping:
     forced_ring = "ring" in algo_col and (not algo_col.startswith("nccl default") or "harness" in algo_col)
     known_proto = known_protocol(row)
     if forced_ring and known_proto:
-        return Mapping(fam[0], fam[1], True, rule=f"NCCL ring/{known_proto} as stated; {launch_rule}",
+        return RowMapping(fam[0], fam[1], True, rule=f"NCCL ring/{known_proto} as stated; {launch_rule}",
                        substitution=substitution, topology=preset, ranks=ranks, algorithm="ring",
                        protocol=known_proto, launch=launch)
     candidates = ("ring",) if forced_ring else ("ring", "tree", "nvls")
@@ -490,19 +520,23 @@ def map_row(row: Any, *, topology: str | None = None) -> Mapping:
         algo, proto = min(allowed, key=allowed.__getitem__).split("/")
         if algo != "ring":
             return _unmapped(fam, f"NCCL's tuner would pick {algo.upper()}/{proto} at this size (not modelled)")
-        return Mapping(fam[0], fam[1], True, rule=f"NCCL_PROTO={known_proto}, tuner picks ring; {launch_rule}",
+        return RowMapping(fam[0], fam[1], True, rule=f"NCCL_PROTO={known_proto}, tuner picks ring; {launch_rule}",
                        substitution=substitution, topology=preset, ranks=ranks, algorithm="ring",
                        protocol=known_proto, launch=launch)
+    if algo == "nvls":
+        return _nvls_mapping(fam, preset, substitution, ranks, "two-shot", launch,
+                             f"NCCL default: the tuner picks NVLS, a multimem reduce-scatter and all-gather = "
+                             f"nvls/two-shot; {launch_rule}")
     if algo != "ring":
         return _unmapped(fam, f"NCCL's tuner would pick {algo.upper()}/{proto} at this size (not modelled)")
     why = "ring as the source states" if forced_ring else "NCCL default"
-    return Mapping(fam[0], fam[1], True, rule=f"{why}: tuner's protocol for ring is {proto}; {launch_rule}",
+    return RowMapping(fam[0], fam[1], True, rule=f"{why}: tuner's protocol for ring is {proto}; {launch_rule}",
                    substitution=substitution, topology=preset, ranks=ranks, algorithm="ring",
                    protocol=proto, launch=launch)
 
 
 def map_measurements(table: pd.DataFrame, *, topology: str | None = None) -> pd.DataFrame:
-    """``table`` with the columns :data:`MAPPED_COLUMNS` added (one :class:`Mapping` per row).
+    """``table`` with the columns :data:`MAPPED_COLUMNS` added (one :class:`RowMapping` per row).
 
     ``topology`` names the preset of rows that carry neither a topology nor
     a GPU name (``collsim calibrate --topology``).
@@ -520,5 +554,5 @@ def map_measurements(table: pd.DataFrame, *, topology: str | None = None) -> pd.
     out["m_algorithm"] = [m.algorithm for m in maps]
     out["m_protocol"] = [m.protocol for m in maps]
     out["m_launch"] = [m.launch for m in maps]
-    out["measured_us"] = [_time(r) for r in out.to_dict("records")]
+    out["measured_us"] = [measured_time_us(r) for r in out.to_dict("records")]
     return out

@@ -35,6 +35,7 @@ import yaml
 
 from collsim.atomicfile import atomic_write_text
 from collsim.errors import InputError
+from collsim.models import get_model, validate_costs
 
 __all__ = ["PROFILE_FORMAT", "Profile", "read_profile", "load_profile", "profile_document", "write_profile"]
 
@@ -213,8 +214,6 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
     if costs is None:
         raise InputError("missing 'costs'", file=name, field="costs")
     _check_costs(costs, name)
-    from collsim.models import validate_costs
-
     try:
         validate_costs(model, costs)
     except InputError as err:
@@ -249,8 +248,6 @@ def load_profile(path: str | os.PathLike[str], model: str | None = None) -> dict
     """
     prof = read_profile(path)
     if model is not None:
-        from collsim.models import get_model
-
         name, _ = get_model(model)
         if name != prof.model:
             raise InputError(f"profile was fitted for the {prof.model} model, not {name}; use --model {prof.model} "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,10 +22,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from collsim.errors import InputError
+from collsim.calibrate.accuracy import error_summary
+from collsim.calibrate.evaluate import Evaluator, configs_of
+from collsim.calibrate.fit import calibrate
+from collsim.calibrate.ingest import IngestWarning, read_measurements
+from collsim.calibrate.mapping import map_measurements
+from collsim.calibrate.measurements import usable
+from collsim.calibrate.parameters import resolve_params
+from collsim.errors import InputError, UnsupportedError
+from collsim.version import __version__
 
 __all__ = [
     "DEFAULT_MEASURED",
+    "unmapped_reasons",
     "DEFAULT_PARAMS",
     "GOAL_DEFAULT_PCT",
     "GOAL_CALIBRATED_PCT",
@@ -38,7 +48,7 @@ __all__ = [
 #: The published-measurements table, relative to the repository root.
 DEFAULT_MEASURED = "../shared/data/measured/allreduce_measured.csv"
 
-#: Parameters ``collsim validate`` fits when none are named (aliases; see collsim.calibrate.fit.ALIASES).
+#: Parameters ``collsim validate`` fits when none are named (aliases; see collsim.calibrate.parameters.ALIASES).
 DEFAULT_PARAMS: dict[str, tuple[str, ...]] = {
     "des": ("launch", "start", "hop_latency", "poll", "fence", "cta_bw", "bw_efficiency"),
     "analytic": ("launch", "base_latency", "hop_latency", "bw_efficiency", "ll_max_bw", "nvlink_bw"),
@@ -49,15 +59,32 @@ GOAL_DEFAULT_PCT = 25.0
 GOAL_CALIBRATED_PCT = 15.0
 
 
+def unmapped_reasons(mapped: Any, unusable: int = 0) -> str:
+    """Why rows map to nothing, for an error message: ``" (6 rows: collective sendrecv: ...; 2 rows ...)"``.
+
+    ``mapped`` is :func:`~collsim.calibrate.mapping.map_measurements`' table; ``unusable`` counts rows left out
+    before mapping (flagged wrong, no time).
+    """
+    parts = []
+    lost = mapped[~mapped["mapped"]] if len(mapped) else mapped
+    if len(lost):
+        counts = lost["reason"].value_counts(sort=True)
+        parts = [f"{n} row{'s' if n != 1 else ''}: {why}" for why, n in counts.items()][:3]
+        if len(counts) > 3:
+            parts.append(f"{int(counts.iloc[3:].sum())} more for {len(counts) - 3} other reason(s)")
+    if unusable:
+        parts.append(f"{unusable} row{'s' if unusable != 1 else ''} unusable (flagged wrong, or no time)")
+    return f" ({'; '.join(parts)})" if parts else " (the file holds no measured rows)"
+
+
 def default_measured_path() -> Path:
     """``../shared/data/measured/allreduce_measured.csv`` next to the repository, or an InputError."""
-    import collsim
-
-    root = Path(collsim.__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]  # the repository: collsim/calibrate/validate.py
     path = (root / DEFAULT_MEASURED).resolve()
     if not path.is_file():
-        raise InputError(f"no --measured given and the default measurement table {DEFAULT_MEASURED} (relative to "
-                         "the repository root) is not there; pass --measured PATH", field="--measured")
+        raise InputError(f"no measurement table to validate against: pass --measured FILE (a table 'collsim ingest' "
+                         f"wrote, or nccl-tests output); the default, {DEFAULT_MEASURED} beside the repository, "
+                         "is not there", field="--measured")
     return path
 
 
@@ -158,13 +185,6 @@ def validate(
     progress: Callable[[str], None] | None = None,
 ) -> Validation:
     """Run the validation (see the module docstring) and return its results."""
-    import warnings
-
-    from collsim.calibrate.fit import Evaluator, calibrate, configs_of, error_summary
-    from collsim.calibrate.ingest import IngestWarning, read_measurements
-    from collsim.calibrate.mapping import map_measurements
-    from collsim.calibrate.measurements import usable
-
     path = Path(measured) if measured is not None else default_measured_path()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IngestWarning)
@@ -175,6 +195,8 @@ def validate(
         names = tuple(params) if params else DEFAULT_PARAMS.get(ev.model, ())
         if not names:
             raise InputError(f"no default parameters for model {ev.model!r}; name them with --params", field="--params")
+        # an unknown name is the user's mistake (exit 2), before any fit: not one generation's "not calibrated"
+        resolve_params(ev.model, names)
         good = usable(table)
         mapped = map_measurements(good)
         n_sources = len({re.match(r"\s*(\S+)", str(o)).group(1) for o in good["origin"] if str(o).strip()}) or \
@@ -190,7 +212,8 @@ def validate(
                     mapped.loc[i, "reason"] = unsupported[group]
         rows = mapped[mapped["mapped"]].reset_index(drop=True)
         if len(rows) == 0:
-            raise InputError("no measured row maps to a configuration this model can cost", file=str(path))
+            raise InputError("no measured row maps to a configuration this model can cost"
+                             + unmapped_reasons(mapped, len(table) - len(good)), file=str(path))
         cfgs = configs_of(rows)
         rows["generation"] = [ev.generation(c.topology, c.ranks) for c in cfgs]
         rows["default_us"] = ev.latencies(cfgs, {})
@@ -206,7 +229,7 @@ def validate(
             say(f"calibrating {ev.model} on {gen} ({len(sub)} rows, {k} folds)")
             try:
                 cal = calibrate(sub, names, evaluator=ev, folds=k, seed=seed, strict=False, source=str(path))
-            except InputError as err:
+            except (InputError, UnsupportedError) as err:
                 fits[gen] = err.message
                 continue
             fits[gen] = cal
@@ -246,8 +269,6 @@ def _cell(text: str) -> str:
 
 def to_markdown(v: Validation, *, heading: str = "###") -> str:
     """The validation as a Markdown section (what ``collsim validate --markdown`` prints)."""
-    from collsim import __version__
-
     lines = [
         f"{heading} Model `{v.model}`",
         "",

@@ -1,18 +1,22 @@
 """Command-line interface: ``collsim <command>``.
 
 Each command lives in its own module and registers itself on
-:data:`collsim.cli.app.app`. :func:`main` turns every :class:`CollsimError`
-into one line on stderr and the error's exit code (2 for bad input).
+:data:`collsim.cli.app.app`. :func:`main` runs one; how it ends when it does not
+succeed (a :class:`~collsim.errors.CollsimError`, Ctrl-C, an ``OSError`` on the
+user's paths, a usage error, a bug) is decided in :mod:`collsim.cli.failures`:
+one line on stderr and the status (2 bad input, 1 "no", 130 interrupted).
 """
 from __future__ import annotations
 
 import gc
 import sys
+from typing import Any
 
-import click
+import typer
+import typer.main
 
 from collsim.cli.app import app
-from collsim.errors import CollsimError
+from collsim.cli.failures import exit_status, guard_command, interrupts_not_lost
 
 # Importing a module registers its commands.
 from collsim.cli import (  # noqa: F401  (imported for registration)
@@ -25,46 +29,42 @@ from collsim.cli import (  # noqa: F401  (imported for registration)
     litmus_cmd,
     explain_cmd,
     review_cmd,
+    tune_cmd,
 )
 
 __all__ = ["app", "main", "console"]
 
-# typer may carry its own copy of click; catch usage errors from either.
-_click_modules = [click.exceptions]
-try:
-    from typer._click import exceptions as _typer_click_exceptions
-except ImportError:  # typer versions that use click itself
-    pass
-else:
-    _click_modules.append(_typer_click_exceptions)
-_NO_ARGS = tuple(m.NoArgsIsHelpError for m in _click_modules if hasattr(m, "NoArgsIsHelpError"))
-_USAGE = tuple(m.UsageError for m in _click_modules)
-_ABORT = tuple(m.Abort for m in _click_modules if hasattr(m, "Abort"))
+_GROUP: Any = None
+
+
+def _group() -> Any:
+    """The click group of :data:`app`, built once, every command guarded (:func:`guard_command`)."""
+    global _GROUP
+    if _GROUP is None:
+        group = typer.main.get_command(app)
+        for command in getattr(group, "commands", {}).values():
+            for sub in [command, *getattr(command, "commands", {}).values()]:
+                guard_command(sub)
+        _GROUP = group
+    return _GROUP
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; return (and exit with) its status code."""
+    """Run the CLI; return 0 when the command succeeds, else exit with its status.
+
+    The command is invoked directly, not through click's or typer's ``main``: those turn
+    ``KeyboardInterrupt`` into a return value (which an entry point drops, exiting 0) and print their own
+    messages. Every way a command can end is decided by :func:`collsim.cli.failures.exit_status`.
+    """
+    args = sys.argv[1:] if argv is None else [str(a) for a in argv]
     try:
-        app(args=argv, standalone_mode=False)
-    except CollsimError as err:
-        print(f"collsim: error: {err}", file=sys.stderr)
-        sys.exit(err.exit_code)
-    except _NO_ARGS as err:  # a bare group: show its help
-        err.show()
-        sys.exit(2)
-    except _USAGE as err:  # also BadParameter, NoSuchOption: one line, no traceback
-        command = err.ctx.command_path if err.ctx is not None else "collsim"
-        message = " ".join(err.format_message().split())
-        print(f"collsim: error: {message} (see '{command} --help')", file=sys.stderr)
-        sys.exit(2)
-    except _ABORT:
-        print("collsim: aborted", file=sys.stderr)
-        sys.exit(1)
-    except SystemExit as exc:  # typer/click --help, usage errors
-        raise exc
-    except KeyboardInterrupt:
-        print("collsim: interrupted", file=sys.stderr)
-        sys.exit(130)
+        group = _group()
+        with interrupts_not_lost(), group.make_context("collsim", args) as ctx:
+            group.invoke(ctx)
+    except BaseException as exc:  # noqa: BLE001 - every ending is decided in one place
+        status = exit_status(exc)
+        if status:
+            sys.exit(status)
     return 0
 
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import typer
 
+__all__ = ["app"]
+
 app = typer.Typer(
     name="collsim",
     help="Simulate, verify and emit low-latency GPU collective protocols.",

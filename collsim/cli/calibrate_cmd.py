@@ -18,7 +18,12 @@ from typing import Optional
 import typer
 
 from collsim.cli.app import app
+from collsim.cli.feedback import working
+from collsim.userpaths import check_output_file, check_report_path
+from collsim.cli.options import at_least
 from collsim.errors import InputError
+
+__all__ = ["ingest", "compare_cmd", "calibrate_cmd", "validate_cmd"]
 
 
 @app.command("ingest")
@@ -50,9 +55,11 @@ def ingest(
     rows of a run that ended early are kept but flagged ``truncated``. Each
     such problem is printed as a warning naming the file and line.
     """
-    from collsim.calibrate.ingest import ingest_files
-    from collsim.calibrate.measurements import write_measurements
+    from collsim.calibrate.ingest import ingest_files  # lazy: start-up
+    from collsim.calibrate.measurements import write_measurements  # lazy: start-up
 
+    if output != "-":
+        check_output_file(output, field="--output")
     table, logs_read, messages = ingest_files(logs, topology=topology, collective=collective)
     for message in messages:
         typer.echo(f"collsim: warning: {message}", err=True)
@@ -64,10 +71,7 @@ def ingest(
     if output == "-":
         table.to_csv(sys.stdout, index=False, lineterminator="\n")
     else:
-        target = Path(output)
-        if target.is_dir():
-            raise InputError("is a directory; give a file name", file=output, field="--output")
-        write_measurements(table, target)
+        write_measurements(table, Path(output))
     wrong = int(table["wrong"].sum())
     truncated = int(table["truncated"].sum())
     extras = []
@@ -99,8 +103,8 @@ def _read_measured(paths: list[Path], topology: str | None = None):
 
     import pandas as pd
 
-    from collsim.calibrate.ingest import IngestWarning, read_measurements
-    from collsim.calibrate.measurements import normalize, usable
+    from collsim.calibrate.ingest import IngestWarning, read_measurements  # lazy: start-up
+    from collsim.calibrate.measurements import normalize, usable  # lazy: start-up
 
     frames = []
     for path in paths:
@@ -149,14 +153,16 @@ def compare_cmd(
     launch mode and topology/GPU where the measurement states them. Error is
     100 x (simulated - measured) / measured (signed) and its absolute value.
     """
-    from collsim.calibrate.compare import compare, load_simulated
+    from collsim.calibrate.compare import compare, load_simulated  # lazy: start-up
 
+    if html is not None:
+        check_report_path(html, field="--html")
     sim, meta = load_simulated(simulated)
     table = _read_measured(measured, topology)
     names = ", ".join(str(p) for p in measured)
     result = compare(sim, table, simulated_source=str(simulated), measured_source=names, topology=topology)
     if html is not None:
-        from collsim.report import write_report
+        from collsim.report import write_report  # lazy: start-up
 
         out = write_report(sim, meta, html, measured=result.measured)
         typer.echo(f"collsim: wrote {out}", err=True)
@@ -233,23 +239,26 @@ def calibrate_cmd(
     the error before and after on the training folds and the held-out fold.
     Parameters the data cannot identify are refused with the reason.
     """
-    from collsim.calibrate.fit import Evaluator, calibrate, configs_of
-    from collsim.calibrate.mapping import map_measurements
-    from collsim.calibrate.profile import profile_document, write_profile
-    from collsim.calibrate.validate import DEFAULT_PARAMS
-    from collsim.models import get_model
+    from collsim.calibrate.evaluate import Evaluator, configs_of  # lazy: start-up
+    from collsim.calibrate.fit import calibrate  # lazy: start-up
+    from collsim.calibrate.mapping import map_measurements  # lazy: start-up
+    from collsim.calibrate.profile import profile_document, write_profile  # lazy: start-up
+    from collsim.calibrate.validate import DEFAULT_PARAMS  # lazy: start-up
+    from collsim.models import get_model  # lazy: start-up
+    from collsim.calibrate.parameters import resolve_params  # lazy: start-up
 
     model_name, _ = get_model(model)
     names = _split_params(params) or list(DEFAULT_PARAMS.get(model_name, ()))
     if not names:
         raise InputError("name the parameters to fit", field="--params")
+    resolve_params(model_name, names)  # an unknown name is refused before anything is read
     if folds < 0:
-        raise InputError(f"--folds must be 0 or more, got {folds}", field="--folds")
-    from collsim.topology import load_topology
+        raise InputError(f"must be 0 or more (0 or 1: no cross-validation), got {folds}", field="--folds")
+    at_least(jobs, 1, "--jobs", "worker process")
+    from collsim.topology import load_topology  # lazy: start-up
 
     load_topology(topology)  # an unknown preset is reported before anything is read
-    if output.is_dir():
-        raise InputError("is a directory; give a file name", file=str(output), field="--output")
+    check_output_file(output, field="--output")
     table = _read_measured(measured, topology)
     source = ", ".join(str(p) for p in measured)
     if len(table) == 0:
@@ -259,13 +268,18 @@ def calibrate_cmd(
     ours = mapped[mapped["mapped"] & (mapped["m_topology"] == topology)].reset_index(drop=True)
     other = mapped[mapped["mapped"] & (mapped["m_topology"] != topology)]
     unmapped = mapped[~mapped["mapped"]]
+    if len(ours) == 0:  # the one line says why (the reasons below, counted)
+        from collsim.calibrate.validate import unmapped_reasons  # lazy: start-up
+
+        why = unmapped_reasons(mapped) if not len(other) else \
+            f" ({len(other)} row(s) measured on {', '.join(sorted(set(other['m_topology'])))}" + \
+            (f"; {unmapped_reasons(mapped)[2:]}" if len(unmapped) else ")")
+        raise InputError(f"no measured row maps to a configuration on {topology}{why}", file=source)
     if len(other):
         err.print(f"left out {len(other)} row(s) measured on other systems "
                   f"({', '.join(sorted(set(other['m_topology'])))})", soft_wrap=True)
     for (label, reason), g in unmapped.groupby(["family_label", "reason"], sort=True):
         err.print(f"unmapped: {label}: {len(g)} row(s): {reason}", soft_wrap=True)
-    if len(ours) == 0:
-        raise InputError(f"no measured row maps to a configuration on {topology}", file=source)
     with Evaluator(model_name, jobs=jobs) as ev:
         unsupported = ev.unsupported(configs_of(ours))
         if unsupported:
@@ -279,8 +293,9 @@ def calibrate_cmd(
                   soft_wrap=True)
         # parameters named on the command line must all be identifiable; from the default set, those the
         # data cannot identify are left at their documented values and listed
-        cal = calibrate(ours, names, evaluator=ev, folds=folds, seed=seed, strict=bool(_split_params(params)),
-                        source=source)
+        with working(f"fitting {len(names)} parameters to {len(ours)} rows") as update:
+            cal = calibrate(ours, names, evaluator=ev, folds=folds, seed=seed, strict=bool(_split_params(params)),
+                            source=source, progress=update)
         generation = ev.generation(topology, int(ours["m_ranks"].max()))
     counts = {f"{label}: {reason}": int(len(g)) for (label, reason), g in unmapped.groupby(["family_label", "reason"])}
     doc = profile_document(cal, topology=topology, generation=generation, sources=[str(p) for p in measured],
@@ -345,10 +360,10 @@ def validate_cmd(
 
     Also lists the measured families the model cannot represent, with the reason.
     """
-    from collsim.calibrate.validate import GOAL_CALIBRATED_PCT, GOAL_DEFAULT_PCT, to_markdown, validate
+    from collsim.calibrate.validate import GOAL_CALIBRATED_PCT, GOAL_DEFAULT_PCT, to_markdown, validate  # lazy: start-up
 
-    if folds < 2:
-        raise InputError(f"--folds must be at least 2, got {folds}", field="--folds")
+    at_least(folds, 2, "--folds", "folds")
+    at_least(jobs, 1, "--jobs", "worker process")
     err = _console(stderr=True)
     result = validate(measured, model=model, params=_split_params(params) or None, folds=folds, seed=seed, jobs=jobs,
                       progress=lambda message: err.print(message, soft_wrap=True))

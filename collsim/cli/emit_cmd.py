@@ -10,7 +10,11 @@ from typing import Optional
 import typer
 
 from collsim.cli.app import app
-from collsim.errors import InputError, VerificationRefused
+from collsim.cli.feedback import working
+from collsim.userpaths import check_output_dir, removed_unless_done
+from collsim.errors import CollsimError, InputError, VerificationRefused
+
+__all__ = ["emit_cmd"]
 
 
 @app.command("emit")
@@ -36,16 +40,23 @@ def emit_cmd(
     Refused (exit 1) unless the verifier's verdict for the protocol and
     algorithm is "holds"; --unverified emits anyway, marked in every file.
     """
-    from collsim.emit import emit, emit_all
-
     if all_ and protocol:
         raise InputError("give a protocol or --all, not both", field="PROTOCOL")
     if not all_ and not protocol:
         raise InputError("missing PROTOCOL (or use --all)", field="PROTOCOL")
-    if out.exists() and not out.is_dir():
-        raise InputError("is not a directory", file=str(out), field="--out")
+    check_output_dir(out, field="--out")
+    with removed_unless_done(out):  # interrupted or refused halfway: no half-written tree
+        _emit(protocol, algorithm, out, all_, unverified, arch, verify, check_ptx)
+
+
+def _emit(protocol: str | None, algorithm: str, out: Path, all_: bool, unverified: bool, arch: str, verify: bool,
+          check_ptx: bool) -> None:
+    from collsim.emit import emit, emit_all  # lazy: start-up
+
     if all_:
-        results, refusals = emit_all(out, unverified=unverified, arch=arch, verify=verify)
+        with working("emitting every protocol and algorithm, verifying those without a verdict on record"
+                     if verify else "emitting every protocol and algorithm"):
+            results, refusals = emit_all(out, unverified=unverified, arch=arch, verify=verify)
         for r in results:
             mark = " [UNVERIFIED]" if r.unverified else ""
             typer.echo(f"collsim: emitted {r.protocol}/{r.algorithm} -> {r.directory}{mark}", err=True)
@@ -56,9 +67,12 @@ def emit_cmd(
         refused = [m for m in refusals if m.startswith("refusing")]
         if refused:
             raise VerificationRefused(f"{len(refused)} of {len(refused) + len(results)} programs refused "
-                                      "(not verified); pass --unverified to emit them marked")
+                                      "(not verified): run 'collsim verify --all' first or pass --verify; "
+                                      "--unverified emits them marked")
         return
-    result = emit(protocol, algorithm, out, unverified=unverified, arch=arch, verify=verify)
+    with working(f"emitting {protocol}/{algorithm}" + (", verifying it if it has no verdict on record"
+                                                       if verify else "")):
+        result = emit(protocol, algorithm, out, unverified=unverified, arch=arch, verify=verify)
     mark = " [UNVERIFIED]" if result.unverified else ""
     typer.echo(f"collsim: emitted {result.protocol}/{result.algorithm} -> {result.directory} "
                f"({len(result.files)} files){mark}", err=True)
@@ -67,13 +81,11 @@ def emit_cmd(
 
 
 def _check(protocol: str, algorithm: str, directory: Path, arch: str) -> None:
-    from collsim.emit.toolchain import check_directory
+    from collsim.emit.toolchain import check_directory  # lazy: start-up
 
     report = check_directory(directory, protocol, algorithm, arch=arch)
     for finding in report.findings:
         typer.echo(f"collsim: ptx check: {finding}", err=True)
     if not report.ok:
-        from collsim.errors import CollsimError
-
         raise CollsimError(f"PTX translation check failed for {protocol}/{algorithm}: {len(report.errors)} error(s)")
     typer.echo(f"collsim: ptx check {protocol}/{algorithm}: {report.summary().splitlines()[0]}", err=True)

@@ -16,6 +16,9 @@ from typing import Any, Optional
 import typer
 
 from collsim.cli.app import app
+from collsim.cli.options import at_least, errors_at_flags
+from collsim.errors import InputError
+from collsim.units import format_size
 
 __all__ = ["explain", "render_explanation"]
 
@@ -30,8 +33,6 @@ def _console() -> Any:
 
 
 def _parse_costs(pairs: list[str]) -> dict[str, float]:
-    from collsim.errors import InputError
-
     out: dict[str, float] = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
@@ -47,8 +48,6 @@ def _parse_costs(pairs: list[str]) -> dict[str, float]:
 def render_explanation(run: Any, max_steps: int = 40, rows_symmetry: str = "") -> list[str]:
     """The lines ``collsim explain`` prints for a :class:`~collsim.sim.model.DesRun` (every rank simulated, so
     its steps name real ranks), and ``rows_symmetry``: how scenario rows simulate the same launch."""
-    from collsim.units import format_size
-
     req = run.request
     b = run.breakdown
     lines = [
@@ -112,19 +111,16 @@ def explain(
     as_json: bool = typer.Option(False, "--json", help="Print the breakdown and the critical path as JSON."),
 ) -> None:
     """Explain where the simulated time of one AllReduce goes (des model): breakdown and critical path."""
-    from collsim.models import DTYPES, SimRequest, resolve_protocol, resolve_topology, simulate
-    from collsim.sim.model import run_des, symmetry_of
-    from collsim.units import parse_size
+    from collsim.config import RunConfig  # lazy: start-up
+    from collsim.models import checked_request  # lazy: start-up
+    from collsim.sim.model import run_des, symmetry_of  # lazy: start-up
 
-    nbytes = parse_size(size)
+    at_least(max_steps, 1, "--max-steps", "step")
     costs = _parse_costs(cost)
-    topo = resolve_topology(topology)
-    proto = resolve_protocol(protocol)
-    # simulate() checks every input and raises the usual errors; then we rerun to keep the details.
-    simulate(topology=topo, ranks=ranks, algorithm=algorithm, protocol=proto, size_bytes=nbytes, launch=launch,
-             channels=channels, model="des", costs=costs)
-    request = SimRequest(topology=topo, ranks=ranks, algorithm=algorithm, protocol=proto, size_bytes=nbytes,
-                         launch=launch, channels=channels, elem_bytes=DTYPES["float32"], costs=costs)
+    with errors_at_flags():  # the checks and messages of simulate(), located at the flags
+        config = RunConfig(topology=topology, protocol=protocol, algorithm=algorithm, launch=launch,
+                           ranks=ranks, channels=channels, size_bytes=size)
+        _, request = checked_request(config, model="des", costs=costs)
     run = run_des(request)
     why_not = symmetry_of(request)
     # rows simulate one rank when they can; confirm it runs through (a shared link can still call it off)

@@ -9,6 +9,9 @@ from typing import Any
 import typer
 
 from collsim.cli.app import app
+from collsim.errors import InputError
+from collsim.userpaths import read_text
+from collsim.cli.options import at_least
 
 __all__ = ["litmus"]
 
@@ -39,16 +42,20 @@ def litmus(
                                  help="Show an execution for each disagreement that has one."),
 ) -> None:
     """Decide every test of FILE under MODEL; exit 0 if all agree with 'expected', else 1."""
-    from collsim.errors import InputError
-    from collsim.verify.litmus import evaluate, load_jsonl, summary
-    from collsim.verify.models import MODELS
+    from collsim.verify.litmus import evaluate, load_jsonl, summary  # lazy: start-up
+    from collsim.verify.models import MEMORY_MODELS  # lazy: start-up
 
-    if model not in MODELS:
-        raise InputError(f"unknown memory model '{model}'", field="--model", choices=sorted(MODELS))
+    if model not in MEMORY_MODELS:
+        raise InputError(f"unknown memory model '{model}'", field="--model", choices=sorted(MEMORY_MODELS))
     if timeout <= 0:
         raise InputError("the timeout must be positive", field="--timeout")
+    at_least(bound, 1, "--bound", "unrolling of each loop")
+    read_text(file, what="litmus file (JSON lines)")  # missing, a directory, binary: one line each
     start = time.perf_counter()
     tests = load_jsonl(file, bound=bound)
+    if not tests:
+        raise InputError("holds no tests: a litmus file has one JSON test per line (name, placement, threads, "
+                         "condition)", file=str(file))
     results = [evaluate(t, model=model, timeout_s=timeout, want_witness=witness) for t in tests]
     wall = time.perf_counter() - start
     summ = summary(results)

@@ -11,8 +11,10 @@ from typing import Any, List, Optional
 import typer
 
 from collsim.cli.app import app
+from collsim.errors import InputError
+from collsim.userpaths import check_report_path, read_text
 
-__all__ = ["report", "open_report", "default_report_path"]
+__all__ = ["report", "open_report", "open_or_say", "default_report_path"]
 
 
 def default_report_path(results: str | Path) -> Path:
@@ -34,15 +36,32 @@ def open_report(path: str | Path) -> bool:
         return False
 
 
-def _load_verification(path: Path) -> Any:
-    from collsim.errors import InputError
+def open_or_say(path: str | Path) -> None:
+    """Open ``path`` in a web browser, or say on stderr that none started and where the report is."""
+    if not open_report(path):
+        typer.echo(f"collsim: could not start a web browser (none found, or no display); the report is "
+                   f"{Path(path).resolve().as_uri()}", err=True)
 
-    if not path.exists():
-        raise InputError("no such file", file=str(path), field="--verification")
+
+def _load_verification(path: Path) -> Any:
+    from collsim.report.data import normalize_verification  # lazy: start-up
+
+    text = read_text(path, what="verdicts file (JSON)", field="--verification")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(text)
     except json.JSONDecodeError as err:
-        raise InputError(f"not valid JSON: {err.msg}", file=str(path), line=err.lineno) from None
+        raise InputError(f"not valid JSON: {err.msg}", file=str(path), line=err.lineno,
+                         field="--verification") from None
+    if isinstance(doc, dict) and "rows" in doc and "columns" in doc:
+        raise InputError("is a results file ('collsim run' wrote it), not verdicts: give the output of "
+                         "'collsim verify --all --json' (or 'collsim verify PROTOCOL --json')", file=str(path),
+                         field="--verification")
+    try:
+        normalize_verification(doc, str(path))
+    except InputError as err:
+        raise InputError(err.message, file=str(path), line=err.line, field="--verification",
+                         choices=err.choices) from None
+    return doc
 
 
 def _load_measured(paths: List[Path]) -> Any:
@@ -50,7 +69,7 @@ def _load_measured(paths: List[Path]) -> Any:
 
     import pandas as pd
 
-    from collsim.calibrate import read_measurements
+    from collsim.calibrate import read_measurements  # lazy: start-up
 
     frames = []
     for p in paths:
@@ -81,6 +100,8 @@ def report(
     measured: Optional[List[Path]] = typer.Option(
         None, "--measured", help="Measurements to overlay (nccl-tests output or a collsim measurement CSV). Repeatable."
     ),
+    tolerance: float = typer.Option(1.0, "--tolerance", help="Choices within this percentage of the fastest tie in the "
+                                                             "winner map and the embedded tuner config and decision table."),
 ) -> None:
     """Build the self-contained HTML report of a results file.
 
@@ -88,17 +109,26 @@ def report(
     rank count, the fastest protocol per size, where the time goes, bus
     bandwidth against the link limit and the full sortable table.
     """
-    from collsim.report import load_results, timelines_for, write_report
+    from collsim.report import load_results, timelines_for, write_report  # lazy: start-up
+    from collsim.tune import check_tolerance  # lazy: start-up
 
+    tolerance_pct = check_tolerance(tolerance)
+    target = out if out is not None else default_report_path(results)
+    check_report_path(target, field="--out" if out is not None else "RESULTS")
     frame, meta = load_results(results)
     timelines = timelines_for(frame, meta, timeline) if timeline else None
-    verdicts = _load_verification(verification) if verification is not None else None
+    if verification is not None:
+        verdicts = _load_verification(verification)
+    else:  # the verdicts on record here, as `collsim run` shows them
+        from collsim.runner.run import recorded_verdicts  # lazy: start-up
+
+        verdicts = recorded_verdicts(list(dict.fromkeys(zip(frame["protocol"], frame["algorithm"]))))
     measured_df = _load_measured(list(measured)) if measured else None
     path = write_report(
-        frame, meta, out if out is not None else default_report_path(results),
-        timeline=timelines, verification=verdicts, measured=measured_df,
+        frame, meta, target,
+        timeline=timelines, verification=verdicts, measured=measured_df, tolerance_pct=tolerance_pct,
     )
     size_mb = path.stat().st_size / 1e6
     typer.echo(f"report -> {path} ({size_mb:.1f} MB)")
-    if open_ and not open_report(path):
-        typer.echo(f"could not start a web browser; open {path.resolve().as_uri()}", err=True)
+    if open_:
+        open_or_say(path)

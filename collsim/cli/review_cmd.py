@@ -8,6 +8,8 @@ from typing import Any, Optional
 import typer
 
 from collsim.cli.app import app
+from collsim.errors import InputError
+from collsim.userpaths import check_output_dir, removed_unless_done
 
 __all__ = ["review_command"]
 
@@ -78,11 +80,9 @@ def review_command(
     (the review is still written), 2 for bad input (a protocol file that does not load or is not
     well-formed: one line naming the file and line).
     """
-    from collsim.errors import InputError
-    from collsim.review import run_review, write_review
+    from collsim.review import run_review, write_review  # lazy: start-up
 
-    if out.exists() and not out.is_dir():
-        raise InputError("is not a directory", file=str(out), field="--out")
+    check_output_dir(out, field="--out")
     if timeout <= 0:
         raise InputError("the timeout must be positive", field="--timeout")
     if verify_ranks is not None and verify_ranks < 2:
@@ -99,13 +99,14 @@ def review_command(
     if not compile_:
         argv.append("--no-compile")
     argv += ["--out", str(out)]
-    with _Display(not quiet) as display:
-        result = run_review(protocol, against=[a for a in against.split(",") if a.strip()], topology=topology,
-                            ranks=ranks, sizes=sizes, algorithm=algorithm, out_dir=out, timeout=timeout,
-                            use_cache=cache, compile=compile_, verify_ranks=verify_ranks,
-                            verify_iterations=verify_iterations, progress=display, argv=argv)
-    page, doc = write_review(result, out)
-    from collsim.review.page import verdict_lines
+    with removed_unless_done(out):  # interrupted: no half-written review
+        with _Display(not quiet) as display:
+            result = run_review(protocol, against=[a for a in against.split(",") if a.strip()], topology=topology,
+                                ranks=ranks, sizes=sizes, algorithm=algorithm, out_dir=out, timeout=timeout,
+                                use_cache=cache, compile=compile_, verify_ranks=verify_ranks,
+                                verify_iterations=verify_iterations, progress=display, argv=argv)
+        page, doc = write_review(result, out)
+    from collsim.review.page import verdict_lines  # lazy: start-up
 
     headline, _ = verdict_lines(result)
     typer.echo(f"{headline}; depends on: {', '.join(result.depends_on) or 'nothing'}")

@@ -9,7 +9,11 @@ from typing import Any, Optional
 import typer
 
 from collsim.cli.app import app
-from collsim.cli.options import executor_option, scheduler_option, workers_option
+from collsim.cli.options import errors_at_flags, executor_option, scheduler_option, workers_option
+from collsim.cli.report_cmd import open_or_say
+from collsim.errors import CollsimError
+from collsim.executors import check_executor_options
+from collsim.units import format_size
 
 __all__ = ["run", "simulate_cmd"]
 
@@ -108,6 +112,8 @@ def run(
     report: bool = typer.Option(True, "--report/--no-report", help="Also write report.html, the interactive HTML report."),
     open_: bool = typer.Option(False, "--open", help="Open report.html in a browser when done."),
     profile: Optional[Path] = typer.Option(None, "--profile", help="A calibrated cost profile (collsim calibrate -o FILE); the scenario's costs: still win."),
+    tolerance: float = typer.Option(1.0, "--tolerance", help="Choices within this percentage of the fastest tie in the "
+                                                             "report's summary and winner map and its tuner config."),
     reuse: bool = typer.Option(False, "--reuse", help="Take rows whose inputs (configuration, topology, protocol program and source, collsim's code) are unchanged since an earlier --reuse run from .collsim-cache/results.sqlite instead of simulating them again; the results are the same."),
 ) -> None:
     """Run every configuration of a scenario; write results.csv, results.json and report.html.
@@ -118,15 +124,15 @@ def run(
     model fails is tried once more, then reported (and listed under 'failed'
     in results.json) while the others are kept; the exit status is then 1.
     """
-    from collsim.errors import CollsimError
-    from collsim.executors import check_executor_options
-    from collsim.results import execute
-    from collsim.units import format_size
+    from collsim.runner.run import execute  # lazy: start-up
+
+    from collsim.tune import check_tolerance  # lazy: start-up
 
     check_executor_options(executor, workers=workers, scheduler=scheduler)
+    tolerance_pct = check_tolerance(tolerance)
     result = execute(
         file, out=out, model=model, progress=True, write=True, executor=executor, workers=workers, scheduler=scheduler,
-        report=report, profile=profile, reuse=reuse,
+        report=report, profile=profile, reuse=reuse, out_field="--out", tolerance_pct=tolerance_pct,
     )
     scen = result.scenario
     topo = scen.topology
@@ -168,9 +174,11 @@ def run(
     if result.report is not None:
         console.print(f"report -> {result.report}", soft_wrap=True)
         if open_:
-            from collsim.cli.report_cmd import open_report
-
-            open_report(result.report)
+            open_or_say(result.report)
+    elif open_:
+        err.print("collsim: warning: --open: no report.html was written ("
+                  + ("--no-report" if not report else "a sweep writes one result set per point: "
+                     "'collsim report POINT/results.json --open'" if result.points else "no rows") + ")", soft_wrap=True)
     if result.failed:
         total = len(result.records) + len(result.failed)
         where = "each point's results.json" if result.points else str(result.out_dir / "results.json")
@@ -199,29 +207,15 @@ def simulate_cmd(
     An algorithm or rank count the protocol cannot run is an error that lists
     what it can run.
     """
-    from collsim.models import simulate
-    from collsim.units import format_size, parse_size
+    from collsim.config import RunConfig  # lazy: start-up
+    from collsim.models import checked_request  # lazy: start-up
 
-    try:
-        nbytes = parse_size(size)
-    except Exception as err:  # noqa: BLE001 - re-raised located below
-        from collsim.errors import InputError
-
-        if isinstance(err, InputError):
-            raise InputError(err.message, field="--size", choices=err.choices) from None
-        raise
-    result = simulate(
-        topology=topology,
-        ranks=ranks,
-        algorithm=algorithm,
-        protocol=protocol,
-        size_bytes=nbytes,
-        launch=launch,
-        channels=channels,
-        model=model,
-        dtype=dtype,
-        op=op,
-    )
+    with errors_at_flags():
+        config = RunConfig(topology=topology, protocol=protocol, algorithm=algorithm, launch=launch, dtype=dtype,
+                           op=op, ranks=ranks, channels=channels, size_bytes=size)
+        entry, request = checked_request(config, model=model)
+    result = entry.fn(request)
+    nbytes = request.size_bytes
     if as_json:
         doc = {
             "topology": topology,

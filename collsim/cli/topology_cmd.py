@@ -32,7 +32,7 @@ def _presets_table() -> Any:
     from rich import box
     from rich.table import Table
 
-    from collsim.topology import list_presets, load_topology
+    from collsim.topology import list_presets, load_topology  # lazy: start-up
 
     table = Table(title="Topology presets", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
     for column, justify in (("name", "left"), ("GPUs", "right"), ("GPU model", "left"),
@@ -83,7 +83,7 @@ def show(
     from rich import box
     from rich.table import Table
 
-    from collsim.topology import load_topology
+    from collsim.topology import load_topology  # lazy: start-up
 
     topo = load_topology(name_or_file)
     summary = topo.summary()

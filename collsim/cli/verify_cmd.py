@@ -7,7 +7,10 @@ from typing import Any, List, Optional
 import typer
 
 from collsim.cli.app import app
+from collsim.cli.feedback import warn, working
 from collsim.cli.options import executor_option, scheduler_option, workers_option
+from collsim.errors import InputError
+from collsim.executors import check_executor_options
 
 __all__ = ["verify_command"]
 
@@ -43,7 +46,8 @@ def verify_command(
                                       help="Re-check without each assumption and without the data domain."),
     cache: bool = typer.Option(True, "--cache/--no-cache", help="Use and fill the verdict cache."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
-    all_: bool = typer.Option(False, "--all", help="Every shipped protocol and every mutant, as a summary."),
+    all_: bool = typer.Option(False, "--all", help="Every shipped protocol under every algorithm it has (what emit --all needs; "
+                              "--algorithm A: only A) and every mutant, as a summary."),
     executor: str = executor_option("the checks of --all"),
     scheduler: Optional[str] = scheduler_option(),
     workers: Optional[int] = workers_option(),
@@ -56,9 +60,7 @@ def verify_command(
     With --all, --executor spreads the checks like 'collsim run' does; a
     check that raises twice is listed as an error and the exit status is 1.
     """
-    from collsim.errors import InputError
-    from collsim.executors import check_executor_options
-    from collsim.verify.verifier import verify, verify_all
+    from collsim.verify.verifier import verify, verify_all  # lazy: start-up
 
     if timeout <= 0:
         raise InputError("the timeout must be positive", field="--timeout")
@@ -66,6 +68,10 @@ def verify_command(
         raise InputError("the bound needs at least 2 ranks", field="--ranks")
     if iterations is not None and iterations < 1:
         raise InputError("the bound needs at least 1 iteration", field="--iterations")
+    for flag, value, what in (("--lines", lines, "line per chunk"), ("--threads", threads, "thread per rank")):
+        if value is not None and value < 1:
+            raise InputError(f"the bound needs at least 1 {what}, got {value}", field=flag)
+    _warn_if_large(ranks, iterations, lines, threads)
     common = dict(ranks=ranks, iterations=iterations, model=model, timeout=timeout, lines=lines, threads=threads,
                   use_cache=cache)
     if not all_:
@@ -90,7 +96,9 @@ def verify_command(
         return
     if protocol is None:
         raise InputError("name a protocol (or use --all)", field="protocol")
-    result = verify(protocol, algorithm, assume=assume, flag_bits=flag_bits, dependencies=dependencies, **common)
+
+    with working(f"verifying {protocol}" + (f" ({algorithm})" if algorithm else "") + f" under {model}"):
+        result = verify(protocol, algorithm, assume=assume, flag_bits=flag_bits, dependencies=dependencies, **common)
     if as_json:
         print(json.dumps(result.to_json(), indent=2))
     else:
@@ -99,11 +107,31 @@ def verify_command(
         raise SystemExit(1)
 
 
+#: The bound the verifier checks by default (ranks, iterations, lines, threads) and what a larger one costs.
+_DEFAULT_BOUND = (3, 2, 1, 1)
+
+
+def _warn_if_large(ranks: int | None, iterations: int | None, lines: int | None, threads: int | None) -> None:
+    """Warn before a bound whose instance is much larger than the default one: the solver may run for hours.
+
+    A one-shot instance has about ranks² × iterations × lines × threads memory events (every rank writes
+    every peer's slot each iteration), and the solver's time grows faster than its events.
+    """
+    given = [v if v is not None else d for v, d in zip((ranks, iterations, lines, threads), _DEFAULT_BOUND)]
+    r, i, n, t = given
+    dr, di, dn, dt = _DEFAULT_BOUND
+    factor = (r / dr) ** 2 * (i / di) * (n / dn) * (t / dt)
+    if factor > 4:
+        warn(f"a bound of {r} ranks x {i} iterations x {n} line(s) x {t} thread(s) has about {factor:.0f} times "
+             f"the memory events of the default ({dr} x {di} x {dn} x {dt}) and the solver's time grows faster than "
+             "that: this can take hours (a protocol's bugs show at small bounds; --timeout limits each property)")
+
+
 def _print_summary(summary) -> None:
     from rich import box
     from rich.table import Table
 
-    from collsim.verify.properties import PROPERTIES, PROPERTY_TITLES
+    from collsim.verify.properties import PROPERTIES, PROPERTY_TITLES  # lazy: start-up
 
     console = _console()
     errors = {kind: [f for f in summary.failed if f.kind == kind] for kind in ("protocol", "mutant")}

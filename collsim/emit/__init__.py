@@ -16,11 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from collsim.emit import gate
-from collsim.emit.gate import VerificationStatus, _verification_status
+from collsim.emit.gate import VerificationStatus
 from collsim.emit.layouts import EmitError
 from collsim.emit.package import SUPPORTED_ARCHS, EmittedProgram, build_program, write_program
-from collsim.errors import UnsupportedError, VerificationRefused
+from collsim.emit.plan import plan_for
+from collsim.errors import InputError, VerificationRefused
 from collsim.ir.protocol import Protocol
+from collsim.ir.registry import list_protocols, load_protocol
 
 __all__ = [
     "EmitError",
@@ -28,7 +30,6 @@ __all__ = [
     "EmitResult",
     "SUPPORTED_ARCHS",
     "VerificationStatus",
-    "_verification_status",
     "emit",
     "emit_all",
     "prepare",
@@ -57,8 +58,6 @@ def refusal_message(protocol: str, algorithm: str, status: VerificationStatus) -
 def _load(protocol: Protocol | str) -> Protocol:
     if isinstance(protocol, Protocol):
         return protocol
-    from collsim.ir.registry import load_protocol
-
     return load_protocol(protocol)
 
 
@@ -73,15 +72,15 @@ def prepare(protocol: Protocol | str, algorithm: str, *, unverified: bool = Fals
     ------
     VerificationRefused
         when the verdict is not "holds" and ``unverified`` is false.
-    UnsupportedError
-        when the protocol has no program for ``algorithm`` (from :func:`collsim.algorithms.generate`).
+    InputError
+        when the protocol has no program for ``algorithm``, or ``arch`` is unknown or too old for it.
     EmitError
-        when an IR construct has no CUDA translation.
+        when an IR construct has no CUDA translation (an :class:`~collsim.errors.UnsupportedError`).
     """
     proto = _load(protocol)
     if algorithm not in proto.algorithms:
-        raise UnsupportedError(f"protocol {proto.name!r} has no {algorithm} program", field="algorithm",
-                               choices=proto.algorithms)
+        raise InputError(f"protocol {proto.name!r} has no {algorithm} program", field="--algorithm",
+                         choices=proto.algorithms)
     status = gate.verification_status(proto.name, algorithm, solve=verify)
     if not status.holds and not unverified:
         raise VerificationRefused(refusal_message(proto.name, algorithm, status))
@@ -108,8 +107,6 @@ def emit_all(out_dir: str | Path, *, unverified: bool = False, arch: str = "sm_9
     Returns (results, refusal messages); refused programs are skipped, the
     rest are written. A top-level Makefile builds every emitted directory.
     """
-    from collsim.ir.registry import list_protocols, load_protocol
-
     root = Path(out_dir)
     results: list[EmitResult] = []
     refusals: list[str] = []
@@ -118,8 +115,9 @@ def emit_all(out_dir: str | Path, *, unverified: bool = False, arch: str = "sm_9
         for algorithm in proto.algorithms:
             target = root / f"{proto.name}__{algorithm}"
             try:
-                if arch == "sm_80" and _needs_sm90(proto, algorithm):
-                    refusals.append(f"skipping {proto.name}/{algorithm} for sm_80: it needs sm_90 (vector red/atom)")
+                why = _needs_sm90(proto, algorithm)
+                if arch == "sm_80" and why:
+                    refusals.append(f"skipping {proto.name}/{algorithm} for sm_80: it needs sm_90 ({why})")
                     continue
                 results.append(emit(proto, algorithm, target, unverified=unverified, arch=arch, verify=verify))
             except VerificationRefused as err:
@@ -129,10 +127,10 @@ def emit_all(out_dir: str | Path, *, unverified: bool = False, arch: str = "sm_9
     return results, refusals
 
 
-def _needs_sm90(proto: Protocol, algorithm: str) -> bool:
-    from collsim.emit.plan import plan_for
-
-    return plan_for(proto, algorithm).needs_vector_atomics
+def _needs_sm90(proto: Protocol, algorithm: str) -> str:
+    """What in the program needs sm_90 ("" if nothing does)."""
+    plan = plan_for(proto, algorithm)
+    return "vector red/atom" if plan.needs_vector_atomics else "multimem" if plan.uses_multicast else ""
 
 
 def _write_index(root: Path, results: list[EmitResult]) -> None:

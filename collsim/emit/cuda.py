@@ -18,6 +18,13 @@ Fence                   ``fence.{sc|acq_rel}.{scope}``
 Atomic, no ``into``     ``red.{sem}.{scope}.global.{op}...`` (vector data:
                         ``red...add.v4.f32`` / ``.noftz.v4.bf16x2``, sm_90)
 Atomic with ``into``    ``atom.{sem}.{scope}.global.{op}...``
+Atomic with a ``flag``  the data words' vector ``red`` and one ``red.add`` per
+                        flag word, in one asm block per lane
+MultimemLoadReduce      ``multimem.ld_reduce{.sem.scope}.global.add...``
+MultimemStore           ``multimem.st{.sem.scope}.global...``
+MultimemRed             ``multimem.red.{sem}.{scope}.global.add...``
+                        (multimem ops address the buffer's multicast mapping;
+                        single-GPU mode issues one per copy, see EMIT.md)
 SyncGroup               ``__syncthreads()``
 KernelBoundary          end of the kernel (next part is the next launch)
 Reduce / WriteOutput    plain loads and stores of rank-local memory
@@ -30,35 +37,21 @@ the program's ops, buffers and layouts.
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
-from collsim.emit.layouts import EmitError, LayoutPlan
-from collsim.emit.plan import Node, ProgramPlan, iter_nodes
+from collsim.emit.layouts import EmitError, LaneRun, LayoutPlan, lane_runs
+from collsim.emit.plan import EmitNode, ProgramPlan, iter_nodes
+from collsim.ir import multimem
 from collsim.ir.expr import Expr
-from collsim.ir.ops import (
-    AtLeast,
-    Atomic,
-    Equals,
-    Fence,
-    Fill,
-    Input,
-    KernelBoundary,
-    Load,
-    Loop,
-    NotEqual,
-    Op,
-    PollUntil,
-    Reduce,
-    Ref,
-    Reg,
-    Store,
-    SyncGroup,
-    WriteOutput,
-)
-from collsim.ir.types import Issuer, RmwOp, Scope, Sem
+from collsim.ir.ops import (Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, MulticastRef, MultimemLoadReduce,
+                            MultimemRed, MultimemStore, NotEqual, Op, PollUntil, Reduce, Ref, Reg, Store, SyncGroup,
+                            WriteOutput)
+from collsim.ir.types import FillPattern, Issuer, RmwOp, Scope, Sem
+from collsim.ir.visit import OpVisitor
 
 __all__ = ["generate_kernel_source", "describe_op", "ptx_store_qualifiers", "ptx_load_qualifiers",
-           "ptx_atomic_qualifiers", "MARKER"]
+           "ptx_atomic_qualifiers", "ptx_multimem_qualifiers", "reduction_instructions", "ELEMENT_TYPES", "MARKER"]
 
 #: The comment every emitted IR instruction carries inside its asm block.
 MARKER = "collsim-ir op="
@@ -68,39 +61,75 @@ MARKER = "collsim-ir op="
 # Semantics -> PTX qualifiers
 # ---------------------------------------------------------------------------
 
-def ptx_store_qualifiers(sem: Sem, scope: Scope, where: str) -> str:
-    """``st`` qualifiers before ``.global`` for an IR store."""
+def _memory_qualifiers(sem: Sem, scope: Scope, where: str, access: str, mnemonic: str, ordering: Sem) -> str:
+    """``ld``/``st`` qualifiers before ``.global``: PTX takes weak, volatile, relaxed and one ordering (acquire
+    for a load, release for a store), scoped when relaxed or ordered."""
     if sem is Sem.WEAK:
         return ""
     if sem is Sem.VOLATILE:
         return ".volatile"
-    if sem in (Sem.RELAXED, Sem.RELEASE):
+    if sem in (Sem.RELAXED, ordering):
         return f".{sem.value}.{scope.value}"
-    raise EmitError(f"{where}: a store cannot have {sem.value} semantics (PTX st takes weak, volatile, relaxed "
-                    "or release)")
+    raise EmitError(f"{where}: a {access} cannot have {sem.value} semantics (PTX {mnemonic} takes weak, volatile, "
+                    f"relaxed or {ordering.value})")
+
+
+def ptx_store_qualifiers(sem: Sem, scope: Scope, where: str) -> str:
+    """``st`` qualifiers before ``.global`` for an IR store."""
+    return _memory_qualifiers(sem, scope, where, "store", "st", Sem.RELEASE)
 
 
 def ptx_load_qualifiers(sem: Sem, scope: Scope, where: str) -> str:
     """``ld`` qualifiers before ``.global`` for an IR load or poll."""
-    if sem is Sem.WEAK:
-        return ""
-    if sem is Sem.VOLATILE:
-        return ".volatile"
-    if sem in (Sem.RELAXED, Sem.ACQUIRE):
-        return f".{sem.value}.{scope.value}"
-    raise EmitError(f"{where}: a load cannot have {sem.value} semantics (PTX ld takes weak, volatile, relaxed "
-                    "or acquire)")
+    return _memory_qualifiers(sem, scope, where, "load", "ld", Sem.ACQUIRE)
 
 
 def ptx_atomic_qualifiers(sem: Sem, scope: Scope, returns: bool, where: str) -> tuple[str, str]:
     """(mnemonic, qualifiers) for an IR atomic: ``red`` when nothing is returned and the semantics allow it."""
     if sem is Sem.WEAK:
         raise EmitError(f"{where}: an atomic cannot be weak")
-    model = Sem.RELAXED if sem is Sem.VOLATILE else sem  # PTX has no volatile atomics; volatile = relaxed.sys
-    scope_q = Scope.SYS if sem is Sem.VOLATILE else scope
+    model = Sem(sem.model_sem)  # PTX has no volatile atomics: print what the memory model sees, relaxed.sys
+    scope_q = sem.model_scope(scope)
     if not returns and model in (Sem.RELAXED, Sem.RELEASE):
         return "red", f".{model.value}.{scope_q.value}"
     return "atom", f".{model.value}.{scope_q.value}"
+
+
+def ptx_multimem_qualifiers(instruction: str, sem: Sem, scope: Scope) -> str:
+    """``multimem.<instruction>`` qualifiers before ``.global``: none for weak, else ``.sem.scope``."""
+    multimem.check_semantics(instruction, sem)
+    return "" if sem is Sem.WEAK else f".{sem.value}.{scope.value}"
+
+
+#: The element types every kernel is instantiated for: (C++ template argument, collsim dtype).
+ELEMENT_TYPES = (("float", "float32"), ("collsim_bf16", "bfloat16"), ("int", "int32"))
+
+
+def reduction_instructions(kind: str, run: LaneRun, elem_bytes: int, dtype: str) -> list[tuple[str, int, int]]:
+    """The instructions that reduce one lane run: ``(type qualifiers, byte offset in the lane, 32-bit words)``.
+
+    ``kind`` is ``red`` (unicast data reduction), ``multimem.red`` or ``multimem.ld_reduce``. A data run
+    is reduced as the collective's element type (one vector instruction for floats, one per 32-bit word
+    for integers); a flag run is an unsigned add of its word (the count it carries).
+
+    >>> reduction_instructions("multimem.red", LaneRun("data", 0, 4, 0), 4, "bfloat16")
+    [('.add.v4.bf16x2', 0, 4)]
+    >>> reduction_instructions("red", LaneRun("data", 0, 1, 0), 8, "float32")
+    [('.add.v2.f32', 0, 2)]
+    >>> reduction_instructions("multimem.red", LaneRun("flag", 1, 1, 8), 8, "int32")
+    [('.add.u64', 8, 2)]
+    """
+    nbytes = run.count * elem_bytes
+    if run.role == "flag":
+        return [(f".add.{multimem.counter_type(elem_bytes)}", run.byte, elem_bytes // 4)]
+    ptx_type = multimem.data_type(dtype)
+    if ptx_type in multimem.INTEGER_TYPES:
+        return [(f".add.{ptx_type}", run.byte + 4 * k, 1) for k in range(nbytes // 4)]
+    if kind == "red":
+        vec = multimem.vector_qualifier(ptx_type, nbytes)
+        noftz = ".noftz" if ptx_type in ("bf16x2", "f16x2") else ""
+        return [(f".add{noftz}{vec}.{ptx_type}", run.byte, nbytes // 4)]
+    return [(multimem.qualifiers(kind.split(".")[1], "add", ptx_type, nbytes), run.byte, nbytes // 4)]
 
 
 # ---------------------------------------------------------------------------
@@ -120,8 +149,9 @@ def _src_text(src) -> str:
     return repr(src)
 
 
-def _ref_text(ref: Ref) -> str:
-    return (f"{ref.buffer}@rank {ref.rank!r} [slot {ref.slot!r}, region {ref.region!r}, "
+def _ref_text(ref: Ref | MulticastRef) -> str:
+    owner = "multicast" if isinstance(ref, MulticastRef) else f"rank {ref.rank!r}"
+    return (f"{ref.buffer}@{owner} [slot {ref.slot!r}, region {ref.region!r}, "
             f"lines {ref.line!r}+{ref.lines!r}]")
 
 
@@ -131,38 +161,102 @@ def _pred_text(pred) -> str:
     return f"{type(pred).__name__} {pred.value!r}"
 
 
-def describe_op(op: Op) -> str:
-    """One line naming an IR op, its semantics and operands (used in comments and timeout messages)."""
-    issuer = getattr(op, "issuer", None)
-    who = f", {issuer.value}" if issuer is not None else ""
-    if isinstance(op, Store):
+class _Description(OpVisitor):
+    """One line naming an IR op, its semantics and operands."""
+
+    consumer = "the CUDA emitter's op descriptions"
+
+    @staticmethod
+    def who(op: Op) -> str:
+        return f", {op.issuer.value}"  # type: ignore[attr-defined]
+
+    def visit_store(self, op: Store) -> str:
         flag = f", flag {op.flag!r}" if op.flag is not None else ""
-        return f"Store {op.sem.value}.{op.scope.value}{who}: {_ref_text(op.dst)} <- {_src_text(op.src)}{flag}"
-    if isinstance(op, Load):
-        return f"Load {op.sem.value}.{op.scope.value}{who}: {op.into}(+{op.into_offset!r}) <- {_ref_text(op.src)}"
-    if isinstance(op, PollUntil):
+        return (f"Store {op.sem.value}.{op.scope.value}{self.who(op)}: {_ref_text(op.dst)} <- "
+                f"{_src_text(op.src)}{flag}")
+
+    def visit_load(self, op: Load) -> str:
+        return (f"Load {op.sem.value}.{op.scope.value}{self.who(op)}: {op.into}(+{op.into_offset!r}) <- "
+                f"{_ref_text(op.src)}")
+
+    def visit_poll_until(self, op: PollUntil) -> str:
         into = f" -> {op.into}(+{op.into_offset!r})" if op.into else ""
-        return (f"PollUntil {_pred_text(op.until)} {op.sem.value}.{op.scope.value}{who}: "
+        return (f"PollUntil {_pred_text(op.until)} {op.sem.value}.{op.scope.value}{self.who(op)}: "
                 f"{_ref_text(op.src)}{into}")
-    if isinstance(op, Fence):
-        return f"Fence {op.kind.value}.{op.scope.value}{who}"
-    if isinstance(op, Atomic):
+
+    def visit_fence(self, op: Fence) -> str:
+        return f"Fence {op.kind.value}.{op.scope.value}{self.who(op)}"
+
+    def visit_atomic(self, op: Atomic) -> str:
         operand = _src_text(op.operand) if isinstance(op.operand, (Input, Reg, Fill)) else repr(op.operand)
         into = f" -> {op.into}" if op.into else ""
-        return f"Atomic {op.op.value} {op.sem.value}.{op.scope.value}{who}: {_ref_text(op.dst)} += {operand}{into}"
-    if isinstance(op, Reduce):
+        flag = f", flag += {op.flag!r}" if op.flag is not None else ""
+        return (f"Atomic {op.op.value} {op.sem.value}.{op.scope.value}{self.who(op)}: {_ref_text(op.dst)} "
+                f"+= {operand}{flag}{into}")
+
+    def visit_multimem_load_reduce(self, op: MultimemLoadReduce) -> str:
+        return (f"MultimemLoadReduce {op.op.value} {op.sem.value}.{op.scope.value}{self.who(op)}: "
+                f"{op.into}(+{op.into_offset!r}) <- {_ref_text(op.src)}")
+
+    def visit_multimem_store(self, op: MultimemStore) -> str:
+        flag = f", flag {op.flag!r}" if op.flag is not None else ""
+        return (f"MultimemStore {op.sem.value}.{op.scope.value}{self.who(op)}: {_ref_text(op.dst)} <- "
+                f"{_src_text(op.src)}{flag}")
+
+    def visit_multimem_red(self, op: MultimemRed) -> str:
+        operand = _src_text(op.operand) if isinstance(op.operand, (Input, Reg, Fill)) else repr(op.operand)
+        flag = f", flag += {op.flag!r}" if op.flag is not None else ""
+        return (f"MultimemRed {op.op.value} {op.sem.value}.{op.scope.value}{self.who(op)}: {_ref_text(op.dst)} "
+                f"+= {operand}{flag}")
+
+    def visit_reduce(self, op: Reduce) -> str:
         srcs = ", ".join(_src_text(s) for s in op.srcs)
         out = f", output +{op.output_offset!r}" if op.output_offset is not None else ""
         return f"Reduce {op.op} into {op.into} ({op.nbytes!r} B): {srcs}{out}"
-    if isinstance(op, WriteOutput):
+
+    def visit_write_output(self, op: WriteOutput) -> str:
         return f"WriteOutput +{op.offset!r} ({op.nbytes!r} B) <- {_src_text(op.src)}"
-    if isinstance(op, SyncGroup):
+
+    def visit_sync_group(self, op: SyncGroup) -> str:
         return "SyncGroup"
-    if isinstance(op, KernelBoundary):
+
+    def visit_kernel_boundary(self, op: KernelBoundary) -> str:
         return "KernelBoundary"
-    if isinstance(op, Loop):
+
+    def visit_loop(self, op: Loop) -> str:
         return f"Loop {op.var} < {op.count!r}"
-    return type(op).__name__
+
+
+_DESCRIPTION = _Description()
+
+
+def describe_op(op: Op) -> str:
+    """One line naming an IR op, its semantics and operands (used in comments and timeout messages)."""
+    return _DESCRIPTION.visit(op)
+
+
+class _CWord:
+    """A polled element in emitted C: comparing it prints the C condition.
+
+    :meth:`collsim.ir.ops.Predicate.holds` is evaluated over these, so the emitted spin loop
+    tests exactly the condition every other consumer evaluates. Equality compares in the
+    element's unsigned type; ordering (counters) compares as signed 64-bit values.
+    """
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, name: str, ctype: str) -> None:
+        self.name = name
+        self.ctype = ctype
+
+    def __eq__(self, want: object) -> str:  # type: ignore[override]
+        return f"{self.name} == ({self.ctype}){want}"
+
+    def __ne__(self, want: object) -> str:  # type: ignore[override]
+        return f"{self.name} != ({self.ctype}){want}"
+
+    def __ge__(self, want: object) -> str:
+        return f"(long long){self.name} >= {want}"
 
 
 def _c(expr: Expr) -> str:
@@ -201,8 +295,22 @@ class _Out:
         return "\n".join(self.lines) + "\n"
 
 
-class KernelGenerator:
-    """Prints the device code of one planned program."""
+def _scoped(rule: Callable[..., None]) -> Callable[..., None]:
+    """Print an op's code inside its own C block, so its local names do not collide with the next op's."""
+
+    @functools.wraps(rule)
+    def scoped(self: "KernelGenerator", op: Op, node: EmitNode) -> None:
+        self.out.open("{")
+        rule(self, op, node)
+        self.out.close()
+
+    return scoped
+
+
+class KernelGenerator(OpVisitor):
+    """Prints the device code of one planned program: one ``visit_<op>`` rule per IR operation."""
+
+    consumer = "the CUDA emitter"
 
     def __init__(self, plan: ProgramPlan) -> None:
         self.plan = plan
@@ -210,7 +318,7 @@ class KernelGenerator:
         self.out = _Out()
 
     # -- helpers -------------------------------------------------------------
-    def where(self, node: Node) -> str:
+    def where(self, node: EmitNode) -> str:
         return f"{self.program.protocol}/{self.program.algorithm} op #{node.id} ({getattr(node.op, 'label', '')})"
 
     def buf(self, name: str) -> int:
@@ -226,23 +334,28 @@ class KernelGenerator:
             raise EmitError(f"{self.program.protocol}/{self.program.algorithm}: register {name!r} is not declared "
                             "in Program.registers, so the emitter cannot size its scratch") from None
 
-    def ref_base(self, ref: Ref, node: Node) -> str:
-        """Declare o_owner/o_base/o_lines for ``ref`` (the address of its first line)."""
+    def ref_base(self, ref: Ref | MulticastRef, node: EmitNode) -> str:
+        """Declare o_slot/o_region/o_line0/o_lines and the address of ``ref``'s first line: ``o_base`` in its
+        owner's copy (``o_owner``), or ``o_mc`` through the buffer's multicast mapping."""
+        multicast = isinstance(ref, MulticastRef)
         b = self.buf(ref.buffer)
         lp = self.plan.layouts[ref.buffer]
         o = self.out
-        o(f"const long long o_owner = {_c(ref.rank)};")
+        if not multicast:
+            o(f"const long long o_owner = {_c(ref.rank)};")
         o(f"const long long o_slot = {_c(ref.slot)};")
         o(f"const long long o_region = {_c(ref.region)};")
         o(f"const long long o_line0 = {_c(ref.line)};")
         o(f"const long long o_lines = {_c(ref.lines)};")
         depth = self.program.buffer(ref.buffer).depth
-        o(f"COLLSIM_CHECK_REF({node.id}, o_owner, nranks, o_slot, {depth}, o_region, R_{b}, o_line0, o_lines, L_{b});")
-        o(f"char* const o_base = p.buf[{b}][o_owner] + (long long)chan * p.buf_stride[{b}]"
+        owner, owners = ("0", "1") if multicast else ("o_owner", "nranks")
+        o(f"COLLSIM_CHECK_REF({node.id}, {owner}, {owners}, o_slot, {depth}, o_region, R_{b}, o_line0, o_lines, L_{b});")
+        name, mapping = ("o_mc", f"p.mc[{b}]") if multicast else ("o_base", f"p.buf[{b}][o_owner]")
+        o(f"char* const {name} = {mapping} + (long long)chan * p.buf_stride[{b}]"
           f" + ((o_slot * R_{b} + o_region) * L_{b} + o_line0) * {lp.line_bytes};")
-        return "o_base"
+        return name
 
-    def source_ptr(self, src, node: Node) -> str | None:
+    def source_ptr(self, src, node: EmitNode) -> str | None:
         if isinstance(src, Input):
             return f"in_bytes + {_c(src.offset)}"
         if isinstance(src, Reg):
@@ -252,23 +365,31 @@ class KernelGenerator:
             return f"reg_{self.reg(src.name)} + {_c(src.offset)}"
         return None
 
-    def fill_value(self, src, lp: LayoutPlan, node: Node) -> str:
-        if src is None or (isinstance(src, Fill) and src.pattern == "zero"):
+    def fill_value(self, src, lp: LayoutPlan, node: EmitNode) -> str:
+        if src is None or (isinstance(src, Fill) and src.pattern is FillPattern.ZERO):
             return "0u" if lp.elem_bytes == 4 else "0ull"
-        if isinstance(src, Fill) and src.pattern == "sentinel":
+        if isinstance(src, Fill) and src.pattern is FillPattern.SENTINEL:
             word = self.sentinel(node)
             if lp.elem_bytes == 4:
                 return f"0x{word:08x}u"
             return f"0x{word:08x}{word:08x}ull"
         raise EmitError(f"{self.where(node)}: unsupported source {src!r}")
 
-    def sentinel(self, node: Node) -> int:
+    def fill_word(self, src, node: EmitNode) -> str:
+        """A fill pattern as one 32-bit word (the words of a data run, whatever the layout's word width)."""
+        if isinstance(src, Fill) and src.pattern is FillPattern.SENTINEL:
+            return f"0x{self.sentinel(node):08x}u"
+        if isinstance(src, Fill):
+            return "0u"
+        raise EmitError(f"{self.where(node)}: unsupported source {src!r}")
+
+    def sentinel(self, node: EmitNode) -> int:
         if self.plan.sentinel_word is None:
             raise EmitError(f"{self.where(node)}: Fill('sentinel') needs the protocol's data_domain.forbidden_word "
                             "(the sentinel pattern), which this protocol does not declare")
         return self.plan.sentinel_word
 
-    def marker(self, node: Node) -> str:
+    def marker(self, node: EmitNode) -> str:
         label = getattr(node.op, "label", type(node.op).__name__)
         return f"// {MARKER}{node.id} {label}\\n\\t"
 
@@ -330,7 +451,7 @@ class KernelGenerator:
             o()
         return o.text()
 
-    def kernel(self, part: int, nodes: tuple[Node, ...], last: bool) -> None:
+    def kernel(self, part: int, nodes: tuple[EmitNode, ...], last: bool) -> None:
         o = self.out
         o(f"// Kernel part {part} of {len(self.plan.kernels)}: IR ops "
           f"#{nodes[0].id}..#{max(n.id for n in iter_nodes(nodes))}. One block per (rank, channel).")
@@ -366,50 +487,34 @@ class KernelGenerator:
             o("if (tid == 0) p.ctrl[rank][chan] = iter + 1;")
         o.close()
 
-    def nodes(self, nodes: tuple[Node, ...]) -> None:
+    def nodes(self, nodes: tuple[EmitNode, ...]) -> None:
         for node in nodes:
             self.node(node)
 
-    def node(self, node: Node) -> None:
+    def node(self, node: EmitNode) -> None:
         o = self.out
-        op = node.op
         if node.id in self.plan.sync_before:
             o("__syncthreads();  // emitter: register hand-off between threads (not an IR op)")
-        label = getattr(op, "label", "")
-        o(f"// IR #{node.id} {label} [{_comment_safe(describe_op(op))}]")
-        if isinstance(op, Loop):
-            o("#pragma unroll 1")
-            o.open(f"for (long long {op.var} = 0; {op.var} < {_c(op.count)}; ++{op.var}) {{")
-            self.nodes(node.body)
-            o.close()
-            return
-        if isinstance(op, SyncGroup):
-            o("__syncthreads();")
-            return
-        if isinstance(op, KernelBoundary):
-            o("// end of launch: the next kernel part (or the next collective) starts after this kernel")
-            return
-        o.open("{")
-        if isinstance(op, Store):
-            self.store(node, op)
-        elif isinstance(op, Load):
-            self.load(node, op)
-        elif isinstance(op, PollUntil):
-            self.poll(node, op)
-        elif isinstance(op, Fence):
-            self.fence(node, op)
-        elif isinstance(op, Atomic):
-            self.atomic(node, op)
-        elif isinstance(op, Reduce):
-            self.reduce(node, op)
-        elif isinstance(op, WriteOutput):
-            self.write_output(node, op)
-        else:
-            raise EmitError(f"{self.where(node)}: the emitter has no translation for {type(op).__name__}")
+        label = getattr(node.op, "label", "")
+        o(f"// IR #{node.id} {label} [{_comment_safe(describe_op(node.op))}]")
+        self.visit(node.op, node)
+
+    def visit_loop(self, op: Loop, node: EmitNode) -> None:
+        o = self.out
+        o("#pragma unroll 1")
+        o.open(f"for (long long {op.var} = 0; {op.var} < {_c(op.count)}; ++{op.var}) {{")
+        self.nodes(node.body)
         o.close()
 
+    def visit_sync_group(self, op: SyncGroup, node: EmitNode) -> None:
+        self.out("__syncthreads();")
+
+    def visit_kernel_boundary(self, op: KernelBoundary, node: EmitNode) -> None:
+        self.out("// end of launch: the next kernel part (or the next collective) starts after this kernel")
+
     # -- ops -------------------------------------------------------------------
-    def store(self, node: Node, op: Store) -> None:
+    @_scoped
+    def visit_store(self, op: Store, node: EmitNode) -> None:
         """A store writes the data words when it has a source and the flag words when it has a flag.
 
         When it covers every word of the layout (the usual case) each lane is
@@ -428,24 +533,8 @@ class KernelGenerator:
         full = all((el.role == "data" and writes_data) or (el.role == "flag" and writes_flag)
                    for pat in lp.patterns for el in pat.elements)
         base = self.ref_base(op.dst, node)
-        src = self.source_ptr(op.src, node) if writes_data else None
-        if src is not None:
-            o(f"const char* const o_src = {src};")
-        if writes_flag:
-            o(f"const {lp.ctype} o_flag = ({lp.ctype})({op.flag.to_c()});")
-        self.item_loop(op.issuer, f"o_lines * {lp.lanes}")
-        self.line_lane(lp)
-        if src is not None and lp.has_data():
-            o(f"const long long o_d = ln * {lp.data_bytes} + {lp.lane_data_start_c()};")
+        value = self._open_store_lanes(op, lp, node)
         o(f"char* const o_addr = {self.lane_addr(lp, base)};")
-
-        def value(i: int, el) -> str:
-            if el.role == "flag":
-                return "o_flag"
-            if src is not None:
-                return f"collsim_ld_u{lp.elem_bytes * 8}(o_src + o_d + {el.data_offset})"
-            return self.fill_value(op.src, lp, node)
-
         if full:
             names = [f"e{i}" for i in range(lp.n_elems)]
             o(f"{lp.ctype} {', '.join(names)};")
@@ -476,7 +565,34 @@ class KernelGenerator:
             self.pattern_switch(lp, partial)
         self.close_item_loop(op.issuer)
 
-    def _load_asm(self, node: Node, lp: LayoutPlan, quals: str, names: list[str], addr: str) -> None:
+    def _open_store_lanes(self, op: Store | MultimemStore, lp: LayoutPlan, node: EmitNode):
+        """Open the lane loop of a store (plain or multimem) and return the C value of each word.
+
+        Emits the source pointer and flag value, the issuer's item loop over
+        lines × lanes and the lane's data offset ``o_d``; the returned
+        function gives the expression a word of the lane is stored as.
+        """
+        o = self.out
+        src = self.source_ptr(op.src, node) if op.src is not None else None
+        if src is not None:
+            o(f"const char* const o_src = {src};")
+        if op.flag is not None:
+            o(f"const {lp.ctype} o_flag = ({lp.ctype})({op.flag.to_c()});")
+        self.item_loop(op.issuer, f"o_lines * {lp.lanes}")
+        self.line_lane(lp)
+        if src is not None and lp.has_data():
+            o(f"const long long o_d = ln * {lp.data_bytes} + {lp.lane_data_start_c()};")
+
+        def value(i: int, el) -> str:
+            if el.role == "flag":
+                return "o_flag"
+            if src is not None:
+                return f"collsim_ld_u{lp.elem_bytes * 8}(o_src + o_d + {el.data_offset})"
+            return self.fill_value(op.src, lp, node)
+
+        return value
+
+    def _load_asm(self, node: EmitNode, lp: LayoutPlan, quals: str, names: list[str], addr: str) -> None:
         o = self.out
         outs = ", ".join(f"%{i}" for i in range(lp.n_elems))
         vec = "{" + outs + "}" if lp.n_elems > 1 else outs
@@ -497,7 +613,8 @@ class KernelGenerator:
 
         self.pattern_switch(lp, write)
 
-    def load(self, node: Node, op: Load) -> None:
+    @_scoped
+    def visit_load(self, op: Load, node: EmitNode) -> None:
         o = self.out
         lp = self.plan.layouts[op.src.buffer]
         quals = ptx_load_qualifiers(op.sem, op.scope, self.where(node))
@@ -513,25 +630,14 @@ class KernelGenerator:
         self._write_data(lp, names, "o_into")
         self.close_item_loop(op.issuer)
 
-    def _predicate(self, node: Node, op: PollUntil, lp: LayoutPlan, pattern, names: list[str]) -> tuple[str, str]:
+    def _predicate(self, node: EmitNode, op: PollUntil, lp: LayoutPlan, pattern, names: list[str]) -> tuple[str, str]:
         """(condition that the lane's polled elements satisfy, the first polled element's name)."""
         polled = [names[i] for i, el in enumerate(pattern.elements) if el.polled]
         if not polled:
             return "true", "0ull"
-        pred = op.until
-        conds = []
-        for name in polled:
-            if isinstance(pred, Equals):
-                conds.append(f"{name} == ({lp.ctype})o_want")
-            elif isinstance(pred, AtLeast):
-                conds.append(f"(long long){name} >= o_want")
-            elif isinstance(pred, NotEqual):
-                conds.append(f"{name} != ({lp.ctype})o_want")
-            else:
-                raise EmitError(f"{self.where(node)}: unknown poll predicate {pred!r}")
-        return " && ".join(conds), polled[0]
+        return " && ".join(op.until.holds(_CWord(name, lp.ctype), "o_want") for name in polled), polled[0]
 
-    def _want(self, node: Node, op: PollUntil, lp: LayoutPlan) -> str:
+    def _want(self, node: EmitNode, op: PollUntil, lp: LayoutPlan) -> str:
         pred = op.until
         if isinstance(pred, NotEqual):
             value = pred.value
@@ -540,7 +646,8 @@ class KernelGenerator:
             return f"(long long){value}ull"
         return _c(pred.value)
 
-    def poll(self, node: Node, op: PollUntil) -> None:
+    @_scoped
+    def visit_poll_until(self, op: PollUntil, node: EmitNode) -> None:
         o = self.out
         lp = self.plan.layouts[op.src.buffer]
         if not lp.layout.poll_words:
@@ -631,19 +738,215 @@ class KernelGenerator:
         o.close()
         o.close()
 
-    def fence(self, node: Node, op: Fence) -> None:
+    @_scoped
+    def visit_fence(self, op: Fence, node: EmitNode) -> None:
         o = self.out
         guard = "if (tid == 0) " if op.issuer is Issuer.LEADER else ""
         o(f'{guard}asm volatile("{self.marker(node)}fence.{op.kind.value}.{op.scope.value};" ::: "memory");')
 
-    def atomic(self, node: Node, op: Atomic) -> None:
+    @_scoped
+    def visit_atomic(self, op: Atomic, node: EmitNode) -> None:
         lp = self.plan.layouts[op.dst.buffer]
         if isinstance(op.operand, (Input, Reg, Fill)):
-            self._atomic_data(node, op, lp)
+            if op.flag is not None or lp.elem_bytes != 4:
+                self._atomic_line(node, op, lp)
+            else:
+                self._atomic_data(node, op, lp)
         else:
             self._atomic_scalar(node, op, lp)
 
-    def _atomic_scalar(self, node: Node, op: Atomic, lp: LayoutPlan) -> None:
+    def _atomic_line(self, node: EmitNode, op: Atomic, lp: LayoutPlan) -> None:
+        """A data reduction into lines that carry flag words or 8-byte words: per lane, one vector ``red`` per
+        run of data words and one ``red.add`` per flag word (the count), in one asm block."""
+        if op.op is not RmwOp.ADD or op.into is not None:
+            raise EmitError(f"{self.where(node)}: a reduction into a line with a count is a red.add without a "
+                            "result (got {op.op.value}{', into' if op.into else ''})")
+        mnemonic, quals = ptx_atomic_qualifiers(op.sem, op.scope, False, self.where(node))
+        base = self.ref_base(op.dst, node)
+        self._reduction_lines(node, op, lp, "red", f"{mnemonic}{quals}", lambda: self.lane_addr(lp, base), None)
+
+    # -- multimem -------------------------------------------------------------
+    def open_copies(self, ref: MulticastRef, lp: LayoutPlan, offset: str | None = None) -> None:
+        """Open the loop over the multicast addresses of one item: one with a switch that reaches every copy
+        (multi-GPU), one per copy where the harness emulates the switch (single-GPU).
+
+        The item is the (line, lane) of the layout, or the byte ``offset`` given (a C expression)."""
+        o = self.out
+        copy = f"o_mc + (long long)o_c * p.mc_stride[{self.buf(ref.buffer)}]"
+        o("#pragma unroll 1")
+        o.open("for (int o_c = 0; o_c < p.mc_copies; ++o_c) {")
+        o(f"char* const o_addr = {self.lane_addr(lp, copy) if offset is None else f'{copy} + {offset}'};")
+
+    def element_branches(self, body: Callable[[str, str], None]) -> None:
+        """Print ``body(c_type, dtype)`` once per element type the kernel is instantiated for."""
+        o = self.out
+        for i, (ctype, dtype) in enumerate(ELEMENT_TYPES):
+            if i == 0:
+                o.open(f"if constexpr (collsim::is_same<T, {ctype}>::value) {{")
+            elif i == len(ELEMENT_TYPES) - 1:
+                o.close("} else {")
+                o.depth += 1
+            else:
+                o.close(f"}} else if constexpr (collsim::is_same<T, {ctype}>::value) {{")
+                o.depth += 1
+            body(ctype, dtype)
+        o.close()
+
+    def _reduction_lines(self, node: EmitNode, op: Atomic | MultimemRed, lp: LayoutPlan, kind: str, prefix: str,
+                         address: Callable[[], str], ref: MulticastRef | None) -> None:
+        """Every (line, lane) item of a data reduction: the lane's data words from the source, its flag words
+        ``op.flag``; one asm block per lane pattern and element type (``kind`` as
+        :func:`reduction_instructions` takes it)."""
+        o = self.out
+        src = self.source_ptr(op.operand, node)
+        if src is not None:
+            o(f"const char* const o_src = {src};")
+        if op.flag is not None:
+            o(f"const {lp.ctype} o_flag = ({lp.ctype})({op.flag.to_c()});")
+        self.item_loop(op.issuer, f"o_lines * {lp.lanes}")
+        self.line_lane(lp)
+        o(f"const long long o_d = ln * {lp.data_bytes} + {lp.lane_data_start_c()};")
+        if ref is None:
+            o(f"char* const o_addr = {address()};")
+        else:
+            self.open_copies(ref, lp)
+
+        def lane(pattern) -> None:
+            runs = lane_runs(pattern, lp.elem_bytes)
+            words: dict[int, list[str]] = {}
+            for r, run in enumerate(runs):
+                if run.role == "data":
+                    names = [f"w{r}_{k}" for k in range(run.count * lp.elem_bytes // 4)]
+                    for k, name in enumerate(names):
+                        value = (f"collsim_ld_u32(o_src + o_d + {run.data_offset + 4 * k})" if src is not None
+                                 else self.fill_word(op.operand, node))
+                        o(f"const unsigned int {name} = {value};")
+                    words[r] = names
+                elif op.flag is None:
+                    raise EmitError(f"{self.where(node)}: a data reduction into {lp.name} needs a flag value for "
+                                    "its flag words")
+
+            def typed(ctype: str, dtype: str) -> None:
+                texts, inputs = [], ['"l"(o_addr)']
+                for r, run in enumerate(runs):
+                    for quals, byte, count in reduction_instructions(kind, run, lp.elem_bytes, dtype):
+                        first = len(inputs)
+                        if run.role == "flag":
+                            inputs.append(f'"{lp.constraint}"(o_flag)')
+                            operands = f"%{first}"
+                        else:
+                            start = (byte - run.byte) // 4
+                            inputs += [f'"r"({name})' for name in words[r][start:start + count]]
+                            operands = ", ".join(f"%{first + k}" for k in range(count))
+                            operands = "{" + operands + "}" if count > 1 else operands
+                        texts.append(f"{prefix}.global{quals} [%0+{byte}], {operands};")
+                o(f'asm volatile("{self.marker(node)}{_join_asm(texts)}"')
+                o(f'             :: {", ".join(inputs)} : "memory");')
+
+            self.element_branches(typed)
+
+        self.pattern_switch(lp, lane)
+        if ref is not None:
+            o.close()
+        self.close_item_loop(op.issuer)
+
+    @_scoped
+    def visit_multimem_red(self, op: MultimemRed, node: EmitNode) -> None:
+        o = self.out
+        lp = self.plan.layouts[op.dst.buffer]
+        quals = ptx_multimem_qualifiers("red", op.sem, op.scope)
+        self.ref_base(op.dst, node)
+        if isinstance(op.operand, (Input, Reg, Fill)):
+            self._reduction_lines(node, op, lp, "multimem.red", f"multimem.red{quals}", lambda: "", op.dst)
+            return
+        if any(el.role == "data" for pat in lp.patterns for el in pat.elements):
+            raise EmitError(f"{self.where(node)}: a counter multimem.red into {lp.name}, whose words hold data")
+        ptx_op = multimem.qualifiers("red", op.op.value, multimem.counter_type(lp.elem_bytes), lp.elem_bytes)
+        o(f"const {lp.ctype} o_val = ({lp.ctype})({op.operand.to_c()});")
+        self.item_loop(op.issuer, f"o_lines * {len(lp.layout.words)}")
+        self.open_copies(op.dst, lp, f"o_i * {lp.elem_bytes}")
+        o(f'asm volatile("{self.marker(node)}multimem.red{quals}.global{ptx_op} [%0], %1;"')
+        o(f'             :: "l"(o_addr), "{lp.constraint}"(o_val) : "memory");')
+        o.close()
+        self.close_item_loop(op.issuer)
+
+    @_scoped
+    def visit_multimem_store(self, op: MultimemStore, node: EmitNode) -> None:
+        o = self.out
+        lp = self.plan.layouts[op.dst.buffer]
+        quals = ptx_multimem_qualifiers("st", op.sem, op.scope)
+        writes_data, writes_flag = op.src is not None, op.flag is not None
+        if not all((el.role == "data" and writes_data) or (el.role == "flag" and writes_flag)
+                   for pat in lp.patterns for el in pat.elements):
+            raise EmitError(f"{self.where(node)}: a multimem.st must cover every word of {lp.name} (data and flags)")
+        self.ref_base(op.dst, node)
+        value = self._open_store_lanes(op, lp, node)
+        names = [f"e{i}" for i in range(lp.n_elems)]
+        o(f"{lp.ctype} {', '.join(names)};")
+
+        def fill(pattern) -> None:
+            for i, el in enumerate(pattern.elements):
+                o(f"e{i} = {value(i, el)};")
+
+        self.pattern_switch(lp, fill)
+        self.open_copies(op.dst, lp)
+        args = ", ".join(f'"{lp.constraint}"({n})' for n in names)
+        if lp.elem_bytes == 4:  # the bits of 32-bit words, stored as one f32 vector (PTX has no integer vectors)
+            operands = ", ".join(f"%{i + 1}" for i in range(lp.n_elems))
+            vec = "{" + operands + "}" if lp.n_elems > 1 else operands
+            form = multimem.qualifiers("st", None, "f32", lp.store_bytes)
+            o(f'asm volatile("{self.marker(node)}multimem.st{quals}.global{form} [%0], {vec};"')
+        else:
+            texts = [f"multimem.st{quals}.global.u64 [%0+{8 * i}], %{i + 1};" for i in range(lp.n_elems)]
+            o(f'asm volatile("{self.marker(node)}{_join_asm(texts)}"')
+        o(f'             :: "l"(o_addr), {args} : "memory");')
+        o.close()
+        self.close_item_loop(op.issuer)
+
+    @_scoped
+    def visit_multimem_load_reduce(self, op: MultimemLoadReduce, node: EmitNode) -> None:
+        """One ``multimem.ld_reduce`` per lane returns the sum of every copy (with the emulated switch of
+        single-GPU mode, one per copy, summed as the element type adds)."""
+        o = self.out
+        lp = self.plan.layouts[op.src.buffer]
+        if lp.elem_bytes != 4 or any(el.role != "data" for pat in lp.patterns for el in pat.elements):
+            raise EmitError(f"{self.where(node)}: multimem.ld_reduce needs a layout of 4-byte data words only "
+                            f"({lp.name} is not)")
+        if op.op is not RmwOp.ADD:
+            raise EmitError(f"{self.where(node)}: multimem.ld_reduce {op.op.value} of data is not emitted (add is)")
+        quals = ptx_multimem_qualifiers("ld_reduce", op.sem, op.scope)
+        self.ref_base(op.src, node)
+        o(f"char* const o_into = reg_{self.reg(op.into)} + {_c(op.into_offset)};")
+        self.item_loop(op.issuer, f"o_lines * {lp.lanes}")
+        self.line_lane(lp)
+        o(f"const long long o_d = ln * {lp.data_bytes} + {lp.lane_data_start_c()};")
+        n = lp.n_elems
+        sums = [f"w{k}" for k in range(n)]
+        o(f"unsigned int {', '.join(s + ' = 0' for s in sums)};")
+        self.open_copies(op.src, lp)
+        got = [f"r{k}" for k in range(n)]
+        o(f"unsigned int {', '.join(got)};")
+        run = LaneRun("data", 0, n, 0)
+
+        def typed(ctype: str, dtype: str) -> None:
+            texts = []
+            for quals_t, byte, count in reduction_instructions("multimem.ld_reduce", run, 4, dtype):
+                first = byte // 4
+                outs = ", ".join(f"%{first + k}" for k in range(count))
+                outs = "{" + outs + "}" if count > 1 else outs
+                texts.append(f"multimem.ld_reduce{quals}.global{quals_t} {outs}, [%{n}+{byte}];")
+            o(f'asm volatile("{self.marker(node)}{_join_asm(texts)}"')
+            o(f'             : {", ".join(f"{chr(34)}=r{chr(34)}({g})" for g in got)} : "l"(o_addr) : "memory");')
+
+        self.element_branches(typed)
+        for w, g in zip(sums, got):
+            o(f"{w} = o_c == 0 ? {g} : collsim_mc_add<T>({w}, {g});")
+        o.close()
+        for k, w in enumerate(sums):
+            o(f"collsim_st_u32(o_into + o_d + {4 * k}, {w});")
+        self.close_item_loop(op.issuer)
+
+    def _atomic_scalar(self, node: EmitNode, op: Atomic, lp: LayoutPlan) -> None:
         """A counter atomic: one scalar instruction per word of each line."""
         o = self.out
         mnemonic, quals = ptx_atomic_qualifiers(op.sem, op.scope, op.into is not None, self.where(node))
@@ -673,7 +976,7 @@ class KernelGenerator:
                 o("(void)o_old;")
         self.close_item_loop(op.issuer)
 
-    def _atomic_data(self, node: Node, op: Atomic, lp: LayoutPlan) -> None:
+    def _atomic_data(self, node: EmitNode, op: Atomic, lp: LayoutPlan) -> None:
         """A data atomic: one vector instruction per lane (element type from the run's dtype)."""
         o = self.out
         if op.op is not RmwOp.ADD:
@@ -742,7 +1045,7 @@ class KernelGenerator:
             o(f"(void){', (void)'.join('r' + str(i) for i in range(n))};")
         self.close_item_loop(op.issuer)
 
-    def _vec_sources(self, node: Node, srcs) -> list[tuple[str, str | None, str | None]]:
+    def _vec_sources(self, node: EmitNode, srcs) -> list[tuple[str, str | None, str | None]]:
         """(pointer expression, count, stride) for each reduce source; Fill('zero') contributes nothing."""
         out = []
         for src in srcs:
@@ -754,13 +1057,14 @@ class KernelGenerator:
                     out.append((ptr, None, None))
                 else:
                     out.append((ptr, _c(src.count), _c(src.stride)))
-            elif isinstance(src, Fill) and src.pattern == "zero":
+            elif isinstance(src, Fill) and src.pattern is FillPattern.ZERO:
                 continue
             else:
                 raise EmitError(f"{self.where(node)}: cannot reduce over {src!r}")
         return out
 
-    def reduce(self, node: Node, op: Reduce) -> None:
+    @_scoped
+    def visit_reduce(self, op: Reduce, node: EmitNode) -> None:
         o = self.out
         if op.op != "sum":
             raise EmitError(f"{self.where(node)}: reduce op {op.op!r} is not supported (sum only)")
@@ -791,14 +1095,15 @@ class KernelGenerator:
             o(f"acc.store(o_out + v * {vw});")
         o.close()
 
-    def write_output(self, node: Node, op: WriteOutput) -> None:
+    @_scoped
+    def visit_write_output(self, op: WriteOutput, node: EmitNode) -> None:
         o = self.out
         vw = self.plan.vec_bytes
         o(f"const long long o_nb = {_c(op.nbytes)};")
         o(f"COLLSIM_CHECK_MULTIPLE({node.id}, o_nb, {vw});")
         o(f"char* const o_out = out_bytes + {_c(op.offset)};")
         if isinstance(op.src, Fill):
-            word = 0 if op.src.pattern == "zero" else self.sentinel(node)
+            word = 0 if op.src.pattern is FillPattern.ZERO else self.sentinel(node)
             o("#pragma unroll 1")
             o.open("for (long long v = tid; v < o_nb / 4; v += nthreads) {")
             o(f"collsim_st_u32(o_out + v * 4, 0x{word:08x}u);")
@@ -813,6 +1118,11 @@ class KernelGenerator:
         o.open(f"for (long long v = tid; v < o_nb / {vw}; v += nthreads) {{")
         o(f"collsim_copy<{vw}>(o_out + v * {vw}, o_s0 + v * {vw});")
         o.close()
+
+
+def _join_asm(texts: list[str]) -> str:
+    """Instructions of one asm block, as the C string literal's content."""
+    return "\\n\\t".join(texts)
 
 
 def generate_kernel_source(plan: ProgramPlan) -> str:

@@ -15,11 +15,11 @@ from math import gcd
 from collsim.errors import UnsupportedError
 from collsim.ir.layout import LineLayout, WordRole
 
-__all__ = ["Element", "LanePattern", "LayoutPlan", "plan_layout", "EmitError"]
+__all__ = ["Element", "LanePattern", "LayoutPlan", "LaneRun", "lane_runs", "plan_layout", "EmitError"]
 
 
 class EmitError(UnsupportedError):
-    """The emitter cannot print an IR construct, or a target cannot run it (the message says which and why)."""
+    """The emitter cannot print an IR construct (the message says which and why): a limitation, exit status 1."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,40 @@ class LanePattern:
             return "true"
         mask = sum(1 << lane for lane in self.lanes)
         return f"((0x{mask:x}u >> lane) & 1u)"
+
+
+@dataclass(frozen=True)
+class LaneRun:
+    """Consecutive elements of one lane's instruction with one role: a run of data elements (one vector
+    reduction of the run's bytes) or one flag element.
+
+    ``first`` is the run's first element, ``count`` its elements, ``byte`` its offset in the lane and
+    ``data_offset`` (data runs) where its data sits in the lane's packed data.
+    """
+
+    role: str
+    first: int
+    count: int
+    byte: int
+    data_offset: int = 0
+
+
+def lane_runs(pattern: LanePattern, elem_bytes: int) -> tuple[LaneRun, ...]:
+    """The runs of ``pattern``'s elements: maximal runs of data elements, every flag element on its own.
+
+    >>> from collsim.ir.layout import LineLayout, Word, WordRole
+    >>> line = plan_layout(LineLayout("l", (Word(WordRole.DATA, 8),) * 15 + (Word(WordRole.FLAG, 8),), 16))
+    >>> [(r.role, r.count, r.byte) for r in lane_runs(line.patterns[-1], 8)]
+    [('data', 1, 0), ('flag', 1, 8)]
+    """
+    runs: list[LaneRun] = []
+    for i, el in enumerate(pattern.elements):
+        last = runs[-1] if runs else None
+        if el.role == "data" and last is not None and last.role == "data" and last.first + last.count == i:
+            runs[-1] = LaneRun("data", last.first, last.count + 1, last.byte, last.data_offset)
+        else:
+            runs.append(LaneRun(el.role, i, 1, i * elem_bytes, el.data_offset))
+    return tuple(runs)
 
 
 @dataclass(frozen=True)

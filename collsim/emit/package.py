@@ -23,7 +23,10 @@ from collsim.emit.cuda import describe_op, generate_kernel_source
 from collsim.emit.gate import VerificationStatus
 from collsim.emit.layouts import EmitError
 from collsim.emit.plan import ProgramPlan, iter_nodes, plan_for
+from collsim.errors import InputError
+from collsim.ir.assumptions import get_assumption
 from collsim.ir.expr import Expr
+from collsim.ir.layout import WordRole
 from collsim.ir.ops import Loop
 from collsim.ir.protocol import Protocol
 
@@ -54,7 +57,7 @@ class EmittedProgram:
 
     @property
     def min_sm(self) -> int:
-        return 90 if self.plan.needs_vector_atomics else 70
+        return self.plan.min_sm
 
     @property
     def archs(self) -> list[str]:
@@ -104,8 +107,6 @@ def _check_host_expr(expr: Expr, what: str) -> str:
 def _init_line(buf, sentinel: int | None) -> list[int]:
     """One line of ``buf`` as initialised, in 32-bit words: the sentinel in every data word when the buffer
     starts as the sentinel (zero in flag words, as the verifier models it), else zero."""
-    from collsim.ir.layout import WordRole
-
     words: list[int] = []
     for word in buf.layout.words:
         fill = 0
@@ -127,8 +128,6 @@ def _kernel_file(program: EmittedProgram) -> str:
     if proto.citation:
         out.append(f"// Source: {proto.citation}\n")
     for name in proto.assumptions:
-        from collsim.ir.assumptions import get_assumption
-
         a = get_assumption(name)
         out.append(f"// Assumption {a.name}: {a.statement} ({a.source})\n")
     if proto.data_domain is not None:
@@ -148,6 +147,13 @@ def _kernel_file(program: EmittedProgram) -> str:
             f'#error "{proto.name}/{program.algorithm} uses vector red/atom (PTX ISA: sm_90 or newer); build with ARCH=sm_90"\n'
             "#endif\n\n"
         )
+    elif plan.uses_multicast:
+        out.append(
+            "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900\n"
+            f'#error "{proto.name}/{program.algorithm} uses multimem instructions (PTX ISA 8.1: sm_90 or newer); '
+            'build with ARCH=sm_90"\n'
+            "#endif\n\n"
+        )
     out.append(generate_kernel_source(plan))
     # Host side: the program description.
     out.append("// ---------------------------------------------------------------------------\n")
@@ -160,7 +166,8 @@ def _kernel_file(program: EmittedProgram) -> str:
     for i, buf in enumerate(prog.buffers):
         n = buf.layout.line_bytes // 4
         out.append(f"    {{{_c_string(buf.name)}, {_c_string(buf.layout.name)}, {_c_string(buf.init)}, "
-                   f"{_c_string(buf.role)}, {buf.layout.line_bytes}, {buf.depth}, {n}, kInit{i}}},\n")
+                   f"{_c_string(buf.role)}, {buf.layout.line_bytes}, {buf.depth}, {n}, kInit{i}, "
+                   f"{1 if buf.multicast else 0}}},\n")
     out.append("};\n")
     regs = list(prog.registers) or ["(none)"]
     out.append("static const char* const kRegisters[] = {" + ", ".join(_c_string(r) for r in regs) + "};\n")
@@ -184,7 +191,7 @@ def _kernel_file(program: EmittedProgram) -> str:
         f"    {plan.granule}, {program.min_sm}, {1 if plan.needs_vector_atomics else 0},"
         f" {1 if plan.sentinel_word is not None else 0}, 0x{sentinel:08x}u,\n"
         f"    {len(prog.buffers)}, kBuffers, {len(prog.registers)}, kRegisters,\n"
-        f"    {plan.op_count}, kOps, {len(plan.kernels)}, {_c_string(EMITTER)}}};\n\n"
+        f"    {plan.op_count}, kOps, {len(plan.kernels)}, {_c_string(EMITTER)}, {1 if plan.uses_multicast else 0}}};\n\n"
         "const CollsimProgramInfo& collsim_program_info() { return kInfo; }\n\n"
     )
     out.append("long long collsim_buffer_bytes(int buffer, long long nranks, long long msg_bytes) {\n"
@@ -323,6 +330,15 @@ def _readme(program: EmittedProgram) -> str:
         f"* IR ops: {plan.op_count} in {len(plan.kernels)} kernel part(s); "
         f"register hand-off barriers added by the emitter: {len(plan.sync_before)}",
         f"* Architectures: {', '.join(program.archs)} (minimum sm_{program.min_sm})",
+    ]
+    multicast = [b.name for b in plan.program.buffers if b.multicast]
+    if multicast:
+        lines += [
+            f"* Multicast buffers: {', '.join(f'`{name}`' for name in multicast)}: bound to multicast objects "
+            "(cuMulticastCreate/AddDevice/BindMem, cuMemMap); the run exits 6 on a device or driver without "
+            "multicast support",
+        ]
+    lines += [
         "",
         "## Build and run",
         "",
@@ -369,6 +385,7 @@ def _summary(program: EmittedProgram) -> str:
         "ops": plan.op_count,
         "register_handoffs": sorted(plan.sync_before),
         "buffers": [b.name for b in plan.program.buffers],
+        "multicast_buffers": [b.name for b in plan.program.buffers if b.multicast],
         "registers": list(plan.program.registers),
     }
     return json.dumps(data, indent=2) + "\n"
@@ -383,10 +400,11 @@ def build_program(protocol: Protocol, algorithm: str, status: VerificationStatus
         raise EmitError(f"{protocol.name}/{algorithm}: at most 8 buffers and 8 registers are supported")
     emitted = EmittedProgram(protocol, algorithm, plan, status, unverified, arch)
     if arch not in SUPPORTED_ARCHS:
-        raise EmitError(f"unknown architecture {arch!r} (known: {', '.join(SUPPORTED_ARCHS)})")
+        raise InputError(f"unknown architecture {arch!r}", field="--arch", choices=SUPPORTED_ARCHS)
     if arch not in emitted.archs:
-        raise EmitError(f"{protocol.name}/{algorithm} cannot target {arch}: it needs sm_{emitted.min_sm} or newer "
-                        "(vector red/atom)")
+        why = "vector red/atom" if plan.needs_vector_atomics else "multimem"
+        raise InputError(f"{protocol.name}/{algorithm} cannot target {arch}: it needs sm_{emitted.min_sm} or newer "
+                         f"({why})", field="--arch", choices=emitted.archs)
     files = {"kernel.cu": _kernel_file(emitted)}
     for name in STATIC_FILES:
         comment = "//"

@@ -20,54 +20,41 @@ from dataclasses import dataclass, field
 from math import gcd
 from typing import Iterator, Mapping
 
+from collsim.algorithms import generate
 from collsim.emit.layouts import EmitError, LayoutPlan, lcm, plan_layout
-from collsim.ir.ops import (
-    Atomic,
-    Fence,
-    Fill,
-    Input,
-    KernelBoundary,
-    Load,
-    Loop,
-    Op,
-    PollUntil,
-    Reduce,
-    Reg,
-    Store,
-    SyncGroup,
-    WriteOutput,
-    bind,
-)
+from collsim.ir.effects import effects
+from collsim.ir.ops import (Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, MultimemLoadReduce, MultimemRed,
+                            MultimemStore, Op, PollUntil, Reduce, Reg, Store, SyncGroup, WriteOutput, bind)
 from collsim.ir.program import Program
+from collsim.ir.protocol import Protocol
 from collsim.ir.types import Issuer
+from collsim.ir.visit import OpVisitor
+from collsim.lru import LRUCache
 
-__all__ = ["Node", "ProgramPlan", "plan_program", "plan_for", "sentinel_word", "register_sync_points", "iter_nodes"]
+__all__ = ["EmitNode", "ProgramPlan", "plan_program", "plan_for", "register_sync_points", "iter_nodes"]
 
 
 @dataclass(frozen=True)
-class Node:
+class EmitNode:
     """An IR operation with its number in program order (1-based, loops included)."""
 
     id: int
     op: Op
-    body: tuple["Node", ...] = ()
+    body: tuple["EmitNode", ...] = ()
 
 
-def _number(ops: tuple[Op, ...], start: int = 1) -> tuple[tuple[Node, ...], int]:
+def _number(ops: tuple[Op, ...], start: int = 1) -> tuple[tuple[EmitNode, ...], int]:
     nodes = []
     next_id = start
     for op in ops:
         my_id = next_id
         next_id += 1
-        if isinstance(op, Loop):
-            body, next_id = _number(op.body, next_id)
-            nodes.append(Node(my_id, op, body))
-        else:
-            nodes.append(Node(my_id, op))
+        body, next_id = _number(op.children(), next_id)
+        nodes.append(EmitNode(my_id, op, body))
     return tuple(nodes), next_id
 
 
-def iter_nodes(nodes: tuple[Node, ...]) -> Iterator[Node]:
+def iter_nodes(nodes: tuple[EmitNode, ...]) -> Iterator[EmitNode]:
     """Every node, depth first, in program order."""
     for node in nodes:
         yield node
@@ -79,9 +66,9 @@ class ProgramPlan:
     """The emitter's view of one program."""
 
     program: Program
-    nodes: tuple[Node, ...]
+    nodes: tuple[EmitNode, ...]
     #: the top-level nodes of each kernel (split at KernelBoundary)
-    kernels: list[tuple[Node, ...]]
+    kernels: list[tuple[EmitNode, ...]]
     layouts: dict[str, LayoutPlan]
     buffer_index: dict[str, int]
     register_index: dict[str, int]
@@ -89,26 +76,38 @@ class ProgramPlan:
     granule: int
     #: vector width (bytes) of reduce/copy loops
     vec_bytes: int
-    sentinel_word: int | None
     sync_before: set[int] = field(default_factory=set)
     needs_vector_atomics: bool = False
+    #: the program has multimem ops: its harness binds buffers to multicast objects (sm_90, NVLink SHARP)
+    uses_multicast: bool = False
+
+    @property
+    def min_sm(self) -> int:
+        """The oldest architecture (compute capability × 10) the program compiles for: vector red/atom and
+        multimem instructions need sm_90."""
+        return 90 if self.needs_vector_atomics or self.uses_multicast else 70
+
+    @property
+    def sentinel_word(self) -> int | None:
+        """The program's sentinel pattern (:attr:`collsim.ir.program.Program.sentinel_word`)."""
+        return self.program.sentinel_word
 
     @property
     def op_count(self) -> int:
         return sum(1 for node in iter_nodes(self.nodes) if not isinstance(node.op, Loop))
 
 
-def _split_kernels(nodes: tuple[Node, ...]) -> list[tuple[Node, ...]]:
-    kernels: list[tuple[Node, ...]] = []
-    current: list[Node] = []
+def _split_kernels(nodes: tuple[EmitNode, ...]) -> list[tuple[EmitNode, ...]]:
+    kernels: list[tuple[EmitNode, ...]] = []
+    current: list[EmitNode] = []
     for node in nodes:
-        if isinstance(node.op, KernelBoundary):
+        if effects(node.op).ends_launch:
             current.append(node)
             kernels.append(tuple(current))
             current = []
         else:
             for inner in iter_nodes(node.body):
-                if isinstance(inner.op, KernelBoundary):
+                if effects(inner.op).ends_launch:
                     raise EmitError(f"op #{inner.id}: a KernelBoundary inside a loop cannot be emitted "
                                     "(a kernel ends only at the top level of a program)")
             current.append(node)
@@ -117,42 +116,20 @@ def _split_kernels(nodes: tuple[Node, ...]) -> list[tuple[Node, ...]]:
     return kernels
 
 
-def sentinel_word(program: Program, declared: int | None) -> int | None:
-    """The sentinel pattern of a program: the value its ``NotEqual`` polls compare against, else ``declared``
-    (the protocol's ``data_domain.forbidden_word``), as the verifier reads it."""
-    from collsim.ir.ops import NotEqual
-    from collsim.ir.program import walk
-
-    values = {op.until.value for op in walk(program.ops)
-              if isinstance(op, PollUntil) and isinstance(op.until, NotEqual)}
-    if len(values) > 1:
-        raise EmitError(f"{program.protocol}/{program.algorithm} polls against several sentinels {sorted(values)}")
-    if values:
-        return values.pop()
-    return declared
+#: Plans by protocol identity (:attr:`Protocol.key`) and algorithm: emitting, checking the PTX and choosing an
+#: architecture each ask for the same plan. Keyed by the class too: a protocol file loaded twice in one process
+#: may define a changed class under the same name. Room for every shipped protocol and mutant under every
+#: algorithm it has.
+_PLANS: "LRUCache[ProgramPlan]" = LRUCache(maxsize=64)
 
 
-def plan_for(protocol, algorithm: str) -> ProgramPlan:
-    """Generate and plan ``protocol`` under ``algorithm`` (memoized per protocol class, parameters and algorithm)."""
-    key = (type(protocol), protocol.name, repr(sorted(protocol.params.items(), key=lambda kv: kv[0])), algorithm)
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = _PLANS[key] = _plan_for(protocol, algorithm)
-    return plan
+def plan_for(protocol: Protocol, algorithm: str) -> ProgramPlan:
+    """Generate and plan ``protocol`` under ``algorithm`` (memoized per :attr:`Protocol.key` and algorithm)."""
+    return _PLANS.get((type(protocol), protocol.key, algorithm),
+                      lambda: plan_program(generate(protocol, algorithm)))
 
 
-_PLANS: dict[tuple, ProgramPlan] = {}
-
-
-def _plan_for(protocol, algorithm: str) -> ProgramPlan:
-    from collsim.algorithms import generate
-
-    program = generate(protocol, algorithm)
-    declared = protocol.data_domain.forbidden_word if protocol.data_domain is not None else None
-    return plan_program(program, sentinel_word(program, declared))
-
-
-def plan_program(program: Program, sentinel_word: int | None) -> ProgramPlan:
+def plan_program(program: Program) -> ProgramPlan:
     """Number the ops, plan every buffer's layout and find the register hand-off barriers."""
     nodes, _ = _number(program.ops)
     layouts = {buf.name: plan_layout(buf.layout) for buf in program.buffers}
@@ -163,11 +140,12 @@ def plan_program(program: Program, sentinel_word: int | None) -> ProgramPlan:
     granule = lcm(granule or 16, 4)
     vec_bytes = gcd(granule, 16)
     needs_vector = False
+    multicast = False
     for node in iter_nodes(nodes):
-        op = node.op
-        if isinstance(op, Atomic) and isinstance(op.operand, (Input, Reg, Fill)):
-            if layouts[op.dst.buffer].store_bytes > 4:
-                needs_vector = True
+        touch = effects(node.op)
+        if touch.atomic and touch.sources and layouts[touch.ref.buffer].store_bytes > 4:
+            needs_vector = True  # a data atomic wider than one word: red.add.v4 and friends
+        multicast = multicast or touch.multicast
     plan = ProgramPlan(
         program=program,
         nodes=nodes,
@@ -177,8 +155,8 @@ def plan_program(program: Program, sentinel_word: int | None) -> ProgramPlan:
         register_index={name: i for i, name in enumerate(program.registers)},
         granule=granule,
         vec_bytes=vec_bytes,
-        sentinel_word=sentinel_word,
         needs_vector_atomics=needs_vector,
+        uses_multicast=multicast,
     )
     plan.sync_before = register_sync_points(plan)
     return plan
@@ -232,52 +210,86 @@ def _vector_accesses(plan: ProgramPlan, name: str, offset: int, count: int, stri
     return out
 
 
-def _accesses(plan: ProgramPlan, op: Op, nthreads: int) -> list[Access]:
-    """Register accesses of a *bound* op."""
-    out: list[Access] = []
-    if isinstance(op, Store):
+class _RegisterAccesses(OpVisitor):
+    """The register words a *bound* op reads or writes, each with the thread that touches it."""
+
+    consumer = "the emitter's register hand-off analysis"
+
+    def __init__(self, plan: ProgramPlan, nthreads: int) -> None:
+        self.plan = plan
+        self.nthreads = nthreads
+
+    def layout_access(self, ref, issuer: Issuer, reg: str, offset: int, kind: str) -> Access:
+        return _layout_accesses(self.plan, ref, issuer, self.nthreads, reg, offset, kind)
+
+    def vector_access(self, src: Reg, nbytes: int) -> list[Access]:
+        return _vector_accesses(self.plan, src.name, src.offset, src.count, src.stride, nbytes, self.nthreads, "r")
+
+    def visit_store(self, op: Store) -> list[Access]:
         if isinstance(op.src, Reg):
-            out.append(_layout_accesses(plan, op.dst, op.issuer, nthreads, op.src.name, op.src.offset, "r"))
-    elif isinstance(op, (Load, PollUntil)):
-        if op.into:
-            out.append(_layout_accesses(plan, op.src, op.issuer, nthreads, op.into, op.into_offset, "w"))
-    elif isinstance(op, Atomic):
+            return [self.layout_access(op.dst, op.issuer, op.src.name, op.src.offset, "r")]
+        return []
+
+    def visit_load(self, op: Load) -> list[Access]:
+        return [self.layout_access(op.src, op.issuer, op.into, op.into_offset, "w")] if op.into else []
+
+    def visit_poll_until(self, op: PollUntil) -> list[Access]:
+        return [self.layout_access(op.src, op.issuer, op.into, op.into_offset, "w")] if op.into else []
+
+    def visit_atomic(self, op: Atomic) -> list[Access]:
+        out: list[Access] = []
         if isinstance(op.operand, Reg):
-            out.append(_layout_accesses(plan, op.dst, op.issuer, nthreads, op.operand.name, op.operand.offset, "r"))
+            out.append(self.layout_access(op.dst, op.issuer, op.operand.name, op.operand.offset, "r"))
         if op.into:
             if isinstance(op.operand, (Input, Reg, Fill)):
-                out.append(_layout_accesses(plan, op.dst, op.issuer, nthreads, op.into, op.into_offset, "w"))
+                out.append(self.layout_access(op.dst, op.issuer, op.into, op.into_offset, "w"))
             else:  # counter atomics return one word per line word
-                lp = plan.layouts[op.dst.buffer]
+                lp = self.plan.layouts[op.dst.buffer]
                 words = {}
                 for line in range(op.dst.lines):
                     for w in range(len(lp.layout.words)):
-                        thread = _thread(line * len(lp.layout.words) + w, op.issuer, nthreads)
+                        thread = _thread(line * len(lp.layout.words) + w, op.issuer, self.nthreads)
                         start = op.into_offset + (line * len(lp.layout.words) + w) * lp.elem_bytes
                         for byte in range(start, start + lp.elem_bytes, 4):
                             words[byte // 4] = thread
                 out.append((op.into, "w", words))
-    elif isinstance(op, Reduce):
+        return out
+
+    def visit_multimem_load_reduce(self, op: MultimemLoadReduce) -> list[Access]:
+        return [self.layout_access(op.src, op.issuer, op.into, op.into_offset, "w")]
+
+    def visit_multimem_store(self, op: MultimemStore) -> list[Access]:
+        if isinstance(op.src, Reg):
+            return [self.layout_access(op.dst, op.issuer, op.src.name, op.src.offset, "r")]
+        return []
+
+    def visit_multimem_red(self, op: MultimemRed) -> list[Access]:
+        if isinstance(op.operand, Reg):
+            return [self.layout_access(op.dst, op.issuer, op.operand.name, op.operand.offset, "r")]
+        return []
+
+    def visit_reduce(self, op: Reduce) -> list[Access]:
+        out: list[Access] = []
         for src in op.srcs:
             if isinstance(src, Reg):
-                out.extend(_vector_accesses(plan, src.name, src.offset, src.count, src.stride, op.nbytes,
-                                            nthreads, "r"))
-        out.extend(_vector_accesses(plan, op.into, 0, 1, 0, op.nbytes, nthreads, "w"))
-    elif isinstance(op, WriteOutput):
-        if isinstance(op.src, Reg):
-            src = op.src
-            out.extend(_vector_accesses(plan, src.name, src.offset, src.count, src.stride, op.nbytes, nthreads, "r"))
-    return out
+                out.extend(self.vector_access(src, op.nbytes))
+        out.extend(_vector_accesses(self.plan, op.into, 0, 1, 0, op.nbytes, self.nthreads, "w"))
+        return out
 
+    def visit_write_output(self, op: WriteOutput) -> list[Access]:
+        return self.vector_access(op.src, op.nbytes) if isinstance(op.src, Reg) else []
 
-def _touches_registers(op: Op) -> bool:
-    if isinstance(op, Store):
-        return isinstance(op.src, Reg)
-    if isinstance(op, (Load, PollUntil)):
-        return bool(op.into)
-    if isinstance(op, Atomic):
-        return isinstance(op.operand, Reg) or bool(op.into)
-    return isinstance(op, (Reduce, WriteOutput))
+    def visit_fence(self, op: Fence) -> list[Access]:
+        return []
+
+    def visit_sync_group(self, op: SyncGroup) -> list[Access]:
+        return []
+
+    def visit_kernel_boundary(self, op: KernelBoundary) -> list[Access]:
+        return []
+
+    def visit_loop(self, op: Loop) -> list[Access]:
+        raise TypeError("register accesses are those of bound ops: _run walks a loop's body")
 
 
 class _State:
@@ -313,10 +325,11 @@ class _State:
                     self.readers.setdefault(key, set()).add(thread)
 
 
-def _run(plan: ProgramPlan, nodes: tuple[Node, ...], env: dict[str, int], nthreads: int,
+def _run(plan: ProgramPlan, nodes: tuple[EmitNode, ...], env: dict[str, int], nthreads: int,
          state: _State, marks: set[int]) -> bool:
     """Walk ``nodes`` under ``env``; add to ``marks`` where a hand-off is needed. True if marks grew."""
     grew = False
+    accesses_of = _RegisterAccesses(plan, nthreads)
     for node in nodes:
         op = node.op
         if isinstance(op, Loop):
@@ -325,15 +338,15 @@ def _run(plan: ProgramPlan, nodes: tuple[Node, ...], env: dict[str, int], nthrea
                 if _run(plan, node.body, {**env, op.var: value}, nthreads, state, marks):
                     grew = True
             continue
-        if isinstance(op, (SyncGroup, KernelBoundary)):
+        touch = effects(op)
+        if touch.orders_group:
             state.reset()
             continue
         if node.id in marks:
             state.reset()
-        if not _touches_registers(op):
+        if not touch.touches_registers:
             continue
-        bound = bind(op, env)
-        accesses = _accesses(plan, bound, nthreads)
+        accesses = accesses_of.visit(bind(op, env))
         if accesses and state.conflicts(accesses):
             marks.add(node.id)
             state.reset()

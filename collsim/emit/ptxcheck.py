@@ -30,9 +30,12 @@ from dataclasses import dataclass, field
 
 from collsim.emit.cuda import MARKER
 from collsim.emit.plan import ProgramPlan, iter_nodes
-from collsim.ir.ops import Atomic, Fence, Fill, Input, Load, Loop, PollUntil, Reg, Store
-from collsim.ir.layout import WordRole
+from collsim.ir import multimem
+from collsim.ir.layout import LineLayout, WordRole
+from collsim.ir.ops import (Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, MultimemLoadReduce, MultimemRed,
+                            MultimemStore, PollUntil, Reduce, Reg, Store, SyncGroup, WriteOutput)
 from collsim.ir.types import Sem
+from collsim.ir.visit import OpVisitor
 
 __all__ = ["PtxInstruction", "PtxFinding", "PtxReport", "check_ptx", "expected_instructions", "parse_entries"]
 
@@ -40,7 +43,10 @@ _SEMS = ("relaxed", "acquire", "release", "acq_rel", "volatile", "weak", "sc")
 _SCOPES = ("cta", "cluster", "gpu", "sys")
 _RANK = {"weak": 0, "relaxed": 1, "volatile": 1, "acquire": 2, "release": 2, "acq_rel": 3, "sc": 4}
 _SCOPE_RANK = {"cta": 0, "cluster": 1, "gpu": 2, "sys": 3}
-_SYNC_OPCODES = ("fence", "membar", "red", "atom")
+_SYNC_OPCODES = ("fence", "membar", "red", "atom", "multimem")
+_MEMORY_OPCODES = ("st", "ld", "fence", "red", "atom", "membar", "multimem")
+#: collsim's element types, as the mangled template argument of a kernel names them and as collsim names them
+_DTYPE_NAMES = {"fp32": "float32", "bf16": "bfloat16", "int32": "int32"}
 
 
 @dataclass(frozen=True)
@@ -96,7 +102,14 @@ class Expectation:
     in_loop: bool = False
     extra: tuple[str, ...] = ()  # further qualifiers that must appear (e.g. "sc", "noftz", "global")
     blocks: int = 1  # marked asm blocks the op produces (a partial store: one per covered word of a line)
+    #: when lanes differ (a line's last lane carries a count): each block's instructions as (vector, type)
+    #: pairs, one entry per block; the blocks must match these shapes one to one (vector/types/count unused)
+    shapes: tuple[tuple[tuple[str, str], ...], ...] = ()
 
+    @property
+    def instructions(self) -> int:
+        """IR-demanded instructions of the whole op (every block)."""
+        return sum(len(shape) for shape in self.shapes) if self.shapes else self.count * self.blocks
 
 @dataclass(frozen=True)
 class PtxFinding:
@@ -246,61 +259,167 @@ def _word_types(elem_bytes: int) -> tuple[str, ...]:
     return ("u32", "b32", "s32") if elem_bytes == 4 else ("u64", "b64", "s64")
 
 
+def _lane_patterns(layout: LineLayout) -> list[tuple[WordRole, ...]]:
+    """The distinct word-role sequences of the layout's lanes (one asm block each), in lane order."""
+    seen: list[tuple[WordRole, ...]] = []
+    for lane in range(layout.lanes):
+        roles = tuple(w.role for i, w in enumerate(layout.words) if layout.lane_of(i) == lane)
+        if roles not in seen:
+            seen.append(roles)
+    return seen
+
+
+def _reduction_shape(roles: tuple[WordRole, ...], word_bytes: int, dtype: str, instruction: str | None
+                     ) -> tuple[tuple[str, str], ...]:
+    """The (vector, type) of each instruction one lane's reduction needs, per the PTX ISA: each run of data
+    words one vector of the element type (one instruction per word for integers), each count word an
+    unsigned add. ``instruction`` is the multimem instruction, or None for a unicast ``red``."""
+    shape: list[tuple[str, str]] = []
+    run = 0
+    ptx_type = multimem.data_type(_DTYPE_NAMES[dtype])
+
+    def flush() -> None:
+        nonlocal run
+        if not run:
+            return
+        if ptx_type in multimem.INTEGER_TYPES:
+            shape.extend([("", ptx_type)] * (run // 4))
+        else:
+            shape.append((multimem.vector_qualifier(ptx_type, run).lstrip("."), ptx_type))
+        run = 0
+
+    for role in roles:
+        if role is WordRole.DATA:
+            run += word_bytes
+        else:
+            flush()
+            shape.append(("", multimem.counter_type(word_bytes)))
+    flush()
+    return tuple(shape)
+
+class _Demands(OpVisitor):
+    """What one IR op demands of the PTX (None: the op is no synchronization-relevant instruction)."""
+
+    consumer = "the PTX translation check"
+
+    def __init__(self, plan: ProgramPlan, dtype: str) -> None:
+        self.plan = plan
+        self.dtype = dtype
+
+    def memory(self, op: Store | Load | PollUntil, node_id: int, ref, opcode: str, blocks: int = 1,
+               scalar: bool = False) -> Expectation:
+        layout = self.plan.program.buffer(ref.buffer).layout
+        elem = max(w.nbytes for w in layout.words)
+        scope = op.sem.model_scope(op.scope).value if op.sem is not Sem.WEAK else ""
+        vector = "" if scalar else _vec(layout.store_bytes // elem)
+        return Expectation(node_id, op.label, (opcode,), op.sem.value, scope, vector, _word_types(elem), 1,
+                           in_loop=isinstance(op, PollUntil), extra=("global",), blocks=blocks)
+
+    def visit_store(self, op: Store, node_id: int) -> Expectation:
+        # a store covers the data words if it has a source, the flag words if it has a flag;
+        # covering only some words of a line means one scalar store per covered word
+        layout = self.plan.program.buffer(op.dst.buffer).layout
+
+        def covers(role: WordRole) -> bool:
+            return (role is WordRole.DATA and op.src is not None) or (role is WordRole.FLAG and op.flag is not None)
+
+        if not all(covers(w.role) for w in layout.words):
+            # one scalar store per covered word of each distinct lane (lanes alike share their code)
+            blocks = sum(1 for roles in _lane_patterns(layout) for role in roles if covers(role))
+            return self.memory(op, node_id, op.dst, "st", blocks=blocks, scalar=True)
+        return self.memory(op, node_id, op.dst, "st")
+
+    def visit_load(self, op: Load, node_id: int) -> Expectation:
+        return self.memory(op, node_id, op.src, "ld")
+
+    def visit_poll_until(self, op: PollUntil, node_id: int) -> Expectation:
+        return self.memory(op, node_id, op.src, "ld")
+
+    def visit_fence(self, op: Fence, node_id: int) -> Expectation:
+        return Expectation(node_id, op.label, ("fence",), op.kind.value, op.scope.value, "", ("",), 1,
+                           extra=(op.kind.value,))
+
+    def visit_atomic(self, op: Atomic, node_id: int) -> Expectation:
+        label = op.label
+        returns = op.into is not None
+        sem = op.sem.model_sem
+        scope = op.sem.model_scope(op.scope).value
+        allowed = ("atom",) if (returns or sem in ("acquire", "acq_rel")) else ("red",)
+        layout = self.plan.program.buffer(op.dst.buffer).layout
+        if isinstance(op.operand, (Input, Reg, Fill)) and (op.flag is not None or
+                                                            max(w.nbytes for w in layout.words) != 4):
+            return self._line_reduction(op, node_id, allowed, sem, scope, ("global", op.op.value), None)
+        if isinstance(op.operand, (Input, Reg, Fill)):
+            n = layout.store_bytes // 4
+            if self.dtype == "fp32":
+                return Expectation(node_id, label, allowed, sem, scope, _vec(n), ("f32",), 1,
+                                   extra=("global", op.op.value))
+            if self.dtype == "bf16":
+                return Expectation(node_id, label, allowed, sem, scope, _vec(n), ("bf16x2",), 1,
+                                   extra=("global", op.op.value, "noftz"))
+            return Expectation(node_id, label, allowed, sem, scope, "", ("u32", "s32"), n,
+                               extra=("global", op.op.value))
+        elem = max(w.nbytes for w in layout.words)
+        types = _word_types(elem) if op.op.value != "exch" else (("b32",) if elem == 4 else ("b64",))
+        return Expectation(node_id, label, allowed, sem, scope, "", types, 1, extra=("global", op.op.value))
+
+    def _line_reduction(self, op: Atomic | MultimemRed, node_id: int, opcodes: tuple[str, ...], sem: str,
+                        scope: str, extra: tuple[str, ...], instruction: str | None) -> Expectation:
+        layout = self.plan.program.buffer(op.dst.buffer).layout
+        word = max(w.nbytes for w in layout.words)
+        shapes = tuple(_reduction_shape(roles, word, self.dtype, instruction) for roles in _lane_patterns(layout))
+        return Expectation(node_id, op.label, opcodes, sem, scope, "", ("",), 1, extra=extra, blocks=len(shapes),
+                           shapes=shapes)
+
+    def visit_multimem_load_reduce(self, op: MultimemLoadReduce, node_id: int) -> Expectation:
+        layout = self.plan.program.buffer(op.src.buffer).layout
+        shapes = tuple(_reduction_shape(roles, 4, self.dtype, "ld_reduce") for roles in _lane_patterns(layout))
+        return Expectation(node_id, op.label, ("multimem",), op.sem.value, "" if op.sem is Sem.WEAK else op.scope.value,
+                           "", ("",), 1, extra=("ld_reduce", "global", op.op.value), blocks=len(shapes),
+                           shapes=shapes)
+
+    def visit_multimem_store(self, op: MultimemStore, node_id: int) -> Expectation:
+        layout = self.plan.program.buffer(op.dst.buffer).layout
+        word = max(w.nbytes for w in layout.words)
+        # the bits of 32-bit words move as one f32 vector (no integer vectors); 8-byte words one u64 each
+        shape = (((multimem.vector_qualifier("f32", layout.store_bytes).lstrip("."), "f32"),) if word == 4
+                 else (("", "u64"),) * (layout.store_bytes // 8))
+        return Expectation(node_id, op.label, ("multimem",), op.sem.value, "" if op.sem is Sem.WEAK else op.scope.value,
+                           "", ("",), 1, extra=("st", "global"), shapes=(shape,))
+
+    def visit_multimem_red(self, op: MultimemRed, node_id: int) -> Expectation:
+        extra = ("red", "global", op.op.value)
+        if isinstance(op.operand, (Input, Reg, Fill)):
+            return self._line_reduction(op, node_id, ("multimem",), op.sem.value, op.scope.value, extra, "red")
+        layout = self.plan.program.buffer(op.dst.buffer).layout
+        word = max(w.nbytes for w in layout.words)
+        return Expectation(node_id, op.label, ("multimem",), op.sem.value, op.scope.value, "",
+                           (multimem.counter_type(word),), 1, extra=extra)
+
+    def visit_reduce(self, op: Reduce, node_id: int) -> None:
+        return None  # rank-local loads and stores
+
+    def visit_write_output(self, op: WriteOutput, node_id: int) -> None:
+        return None
+
+    def visit_sync_group(self, op: SyncGroup, node_id: int) -> None:
+        return None  # __syncthreads: bar.sync, counted apart
+
+    def visit_kernel_boundary(self, op: KernelBoundary, node_id: int) -> None:
+        return None
+
+    def visit_loop(self, op: Loop, node_id: int) -> None:
+        return None  # its body's ops are nodes of their own
+
+
 def expected_instructions(plan: ProgramPlan, dtype: str) -> dict[int, Expectation]:
     """What every synchronization-relevant IR op of ``plan`` demands, for element type ``dtype`` (fp32, bf16, int32)."""
+    demands = _Demands(plan, dtype)
     out: dict[int, Expectation] = {}
     for node in iter_nodes(plan.nodes):
-        op = node.op
-        label = getattr(op, "label", "")
-        if isinstance(op, Loop):
-            continue
-        if isinstance(op, (Store, Load, PollUntil)):
-            ref = op.dst if isinstance(op, Store) else op.src
-            layout = plan.program.buffer(ref.buffer).layout
-            widths = {w.nbytes for w in layout.words}
-            elem = max(widths)
-            n = layout.store_bytes // elem
-            opcode = "st" if isinstance(op, Store) else "ld"
-            sem = op.sem.value
-            scope = "sys" if op.sem is Sem.VOLATILE else (op.scope.value if op.sem is not Sem.WEAK else "")
-            vector = _vec(n)
-            blocks = 1
-            if isinstance(op, Store):
-                # a store covers the data words if it has a source, the flag words if it has a flag;
-                # covering only some words of a line means one scalar store per covered word
-                covered = [w for w in layout.words
-                           if (w.role is WordRole.DATA and op.src is not None)
-                           or (w.role is WordRole.FLAG and op.flag is not None)]
-                if len(covered) != len(layout.words):
-                    vector = ""
-                    blocks = len(covered)
-            out[node.id] = Expectation(node.id, label, (opcode,), sem, scope, vector, _word_types(elem), 1,
-                                       in_loop=isinstance(op, PollUntil), extra=("global",), blocks=blocks)
-        elif isinstance(op, Fence):
-            out[node.id] = Expectation(node.id, label, ("fence",), op.kind.value, op.scope.value, "", ("",), 1,
-                                       extra=(op.kind.value,))
-        elif isinstance(op, Atomic):
-            returns = op.into is not None
-            sem = "relaxed" if op.sem is Sem.VOLATILE else op.sem.value
-            scope = "sys" if op.sem is Sem.VOLATILE else op.scope.value
-            allowed = ("atom",) if (returns or sem in ("acquire", "acq_rel")) else ("red",)
-            layout = plan.program.buffer(op.dst.buffer).layout
-            if isinstance(op.operand, (Input, Reg, Fill)):
-                n = layout.store_bytes // 4
-                if dtype == "fp32":
-                    out[node.id] = Expectation(node.id, label, allowed, sem, scope, _vec(n), ("f32",), 1,
-                                               extra=("global", op.op.value))
-                elif dtype == "bf16":
-                    out[node.id] = Expectation(node.id, label, allowed, sem, scope, _vec(n), ("bf16x2",), 1,
-                                               extra=("global", op.op.value, "noftz"))
-                else:
-                    out[node.id] = Expectation(node.id, label, allowed, sem, scope, "", ("u32", "s32"), n,
-                                               extra=("global", op.op.value))
-            else:
-                elem = max(w.nbytes for w in layout.words)
-                types = _word_types(elem) if op.op.value != "exch" else (("b32",) if elem == 4 else ("b64",))
-                out[node.id] = Expectation(node.id, label, allowed, sem, scope, "", types, 1,
-                                           extra=("global", op.op.value))
+        want = demands.visit(node.op, node.id)
+        if want is not None:
+            out[node.id] = want
     return out
 
 
@@ -345,7 +464,7 @@ def check_ptx(plan: ProgramPlan, ptx: str) -> PtxReport:
         ir_count: Counter = Counter()
         ptx_count: Counter = Counter()
         for op_id, want in sorted(expectations.items()):
-            ir_count[(want.opcodes[0], want.sem, want.scope)] += want.count * want.blocks
+            ir_count[(want.opcodes[0], want.sem, want.scope)] += want.instructions
             found = by_op.get(op_id)
             if not found:
                 report.findings.append(PtxFinding(name, op_id, "error",
@@ -356,11 +475,21 @@ def check_ptx(plan: ProgramPlan, ptx: str) -> PtxReport:
                 report.findings.append(PtxFinding(name, op_id, "error",
                                                   f"{want.label}: {len(found)} instruction block(s) in the PTX, "
                                                   f"expected {want.blocks}"))
+            unmatched = list(want.shapes)
             for block in found:
                 report.checked_ops += 1
-                mem = [insn for insn in block.instructions if insn.opcode in ("st", "ld", "fence", "red", "atom",
-                                                                             "membar")]
-                if len(mem) != want.count:
+                mem = [insn for insn in block.instructions if insn.opcode in _MEMORY_OPCODES]
+                if want.shapes:
+                    shape = tuple((insn.vector, insn.type) for insn in mem)
+                    if shape in unmatched:
+                        unmatched.remove(shape)
+                    else:
+                        report.findings.append(PtxFinding(name, op_id, "error",
+                                                          f"{want.label}: a block's instructions "
+                                                          f"{[f'.{v}.{t}' if v else f'.{t}' for v, t in shape]} "
+                                                          f"are none of the lane shapes {list(want.shapes)} the "
+                                                          "layout and element type demand"))
+                elif len(mem) != want.count:
                     report.findings.append(PtxFinding(name, op_id, "error",
                                                       f"{want.label}: {len(mem)} memory instruction(s) in its block, "
                                                       f"expected {want.count}"))
@@ -373,10 +502,10 @@ def check_ptx(plan: ProgramPlan, ptx: str) -> PtxReport:
                     if not not_weaker:
                         problems.append(f"semantics {insn.sem}.{insn.scope or '-'} are weaker than the IR's "
                                         f"{want.sem}.{want.scope or '-'}")
-                    if insn.vector != want.vector:
+                    if not want.shapes and insn.vector != want.vector:
                         problems.append(f"vector shape .{insn.vector or 'scalar'}, the layout stores "
                                         f".{want.vector or 'scalar'}")
-                    if want.types != ("",) and insn.type not in want.types:
+                    if not want.shapes and want.types != ("",) and insn.type not in want.types:
                         problems.append(f"type .{insn.type}, expected .{'/.'.join(want.types)}")
                     for q in want.extra:
                         if q not in insn.qualifiers:

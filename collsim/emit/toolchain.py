@@ -6,8 +6,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from collsim.emit.plan import plan_for
 from collsim.emit.ptxcheck import PtxReport, check_ptx
 from collsim.errors import CollsimError
+from collsim.ir.registry import load_protocol
 
 __all__ = ["find_nvcc", "nvcc_flags", "compile_ptx", "compile_object", "check_directory", "NvccError"]
 
@@ -69,8 +71,5 @@ def compile_object(directory: Path, source: str, arch: str = "sm_90", *, nvcc: s
 
 def check_directory(directory: Path, protocol: str, algorithm: str, *, arch: str = "sm_90") -> PtxReport:
     """Compile an emitted directory's kernel to PTX and run the translation check on it."""
-    from collsim.emit.plan import plan_for
-    from collsim.ir.registry import load_protocol
-
     plan = plan_for(load_protocol(protocol), algorithm)
     return check_ptx(plan, compile_ptx(Path(directory), arch))

@@ -3,7 +3,8 @@
 Start with :class:`~collsim.ir.protocol.Protocol` (what a protocol
 declares), :mod:`collsim.ir.ops` (the operations), and
 :func:`collsim.algorithms.generate` (protocol + algorithm -> per-rank
-:class:`~collsim.ir.program.Program`).
+:class:`~collsim.ir.program.Program`). A consumer walks operations through a
+subclass of :class:`~collsim.ir.visit.OpVisitor`.
 """
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from collsim.ir.buffers import Buffer
 from collsim.ir.expr import ITER, MSG, NRANKS, RANK, Const, Expr, Var, ceil_div, mask
 from collsim.ir.layout import LineLayout, Word, WordRole, counter_layout, plain_layout
 from collsim.ir.ops import (
+    DATA_WORD,
+    OP_TYPES,
+    SENTINEL_WORD,
     AtLeast,
     Atomic,
     Equals,
@@ -21,8 +25,14 @@ from collsim.ir.ops import (
     KernelBoundary,
     Load,
     Loop,
+    MulticastRef,
+    MultimemLoadReduce,
+    MultimemRed,
+    MultimemStore,
     NotEqual,
+    Op,
     PollUntil,
+    Predicate,
     Reduce,
     Ref,
     Reg,
@@ -30,8 +40,26 @@ from collsim.ir.ops import (
     SyncGroup,
     WriteOutput,
 )
-from collsim.ir.program import FlatOp, Program, ProgramBuilder, flatten
-from collsim.ir.protocol import PEER, PEER_INDEX, DataDomain, Exchange, Protocol, Recv, ReduceExchange, Send
-from collsim.ir.types import FenceKind, Issuer, RmwOp, Scope, Sem
+from collsim.ir.origin import SourceLocation
+from collsim.ir.program import FlatOp, Program, ProgramBuilder, flatten, walk
+from collsim.ir.protocol import PEER, PEER_INDEX, DataDomain, Exchange, Launch, Protocol, Recv, ReduceExchange, Send
+from collsim.ir.types import FenceKind, FillPattern, Issuer, RmwOp, Scope, Sem
+from collsim.ir.visit import OpVisitor
 
-__all__ = [name for name in dir() if not name.startswith("_") and name not in ("annotations",)]
+__all__ = [
+    # expressions
+    "RANK", "NRANKS", "ITER", "MSG", "Const", "Expr", "Var", "ceil_div", "mask",
+    # memory and its vocabulary
+    "Buffer", "LineLayout", "Word", "WordRole", "counter_layout", "plain_layout",
+    "Sem", "Scope", "FenceKind", "RmwOp", "Issuer", "FillPattern",
+    "ASSUMPTIONS", "Assumption", "get_assumption",
+    # operations
+    "Op", "OP_TYPES", "Store", "Load", "PollUntil", "Fence", "Atomic", "Reduce", "WriteOutput", "SyncGroup",
+    "KernelBoundary", "Loop", "MultimemLoadReduce", "MultimemStore", "MultimemRed", "Ref", "MulticastRef", "Input", "Reg", "Fill", "Predicate", "Equals", "AtLeast", "NotEqual",
+    "DATA_WORD", "SENTINEL_WORD",
+    # programs and protocols
+    "Program", "ProgramBuilder", "FlatOp", "flatten", "walk", "SourceLocation",
+    "Protocol", "DataDomain", "Exchange", "ReduceExchange", "Send", "Recv", "Launch", "PEER", "PEER_INDEX",
+    # consumers
+    "OpVisitor",
+]

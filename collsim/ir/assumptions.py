@@ -8,9 +8,12 @@ are never silent defaults. The verifier proves a protocol under its declared
 assumptions and re-checks it without each one, reporting "depends on ...".
 
 Each assumption is stated as an atomicity *granule*: aligned runs of
-``granule_bytes`` bytes written by one store instruction (or, when
-``across_lanes``, by the lanes of one line) are written and read as one
-single-copy-atomic unit.
+``granule_bytes`` bytes written by one write instruction of the kinds in
+``writes`` (or, when ``across_lanes``, by the lanes of one line) are written
+and read as one single-copy-atomic unit. The kinds are ``store`` (``st``),
+``red`` (``red``/``atom`` on data), ``multimem.st`` and ``multimem.red``
+(each copy's part of one multicast write: the copies themselves are never
+joined, PTX says nothing of their order).
 """
 from __future__ import annotations
 
@@ -18,16 +21,33 @@ from dataclasses import dataclass
 
 from collsim.errors import ProtocolDefinitionError
 
-__all__ = ["Assumption", "ASSUMPTIONS", "get_assumption"]
+__all__ = ["Assumption", "ASSUMPTIONS", "WRITE_KINDS", "get_assumption"]
+
+#: The write instructions an assumption can join: unicast stores and data reductions, and the per-copy
+#: writes of multimem stores and reductions.
+WRITE_KINDS = ("store", "red", "multimem.st", "multimem.red")
 
 
 @dataclass(frozen=True)
 class Assumption:
+    """One named hardware assumption: which writes it makes atomic (see the module docstring)."""
+
     name: str
     granule_bytes: int
     across_lanes: bool
     statement: str
     source: str
+    writes: tuple[str, ...] = ("store",)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.writes) - set(WRITE_KINDS)
+        if unknown:
+            raise ValueError(f"assumption {self.name}: unknown write kind {sorted(unknown)[0]!r} "
+                             f"(valid: {', '.join(WRITE_KINDS)})")
+
+    def joins(self, write_kind: str) -> bool:
+        """Whether this assumption joins the elements of a write instruction of ``write_kind``."""
+        return write_kind in self.writes
 
 
 ASSUMPTIONS: dict[str, Assumption] = {
@@ -59,6 +79,39 @@ ASSUMPTIONS: dict[str, Assumption] = {
             "so seeing its flag word means seeing its data",
             "NVIDIA/nccl#786 and #281 (sjeaugey): LL128 relies on 128-byte stores being "
             "seen in order; NCCL enables LL128 only on verified platforms",
+        ),
+        Assumption(
+            "multicast-store-16B-untorn",
+            16,
+            False,
+            "an aligned 16-byte multimem.st lands whole in every rank's copy, so a 16-byte load of one "
+            "copy that sees its last word sees all of it (the copies themselves still land in any order)",
+            "NCCL contrib/custom_algos/allreduce twoshot_mc_poison (polls the .w word of float4 multicast "
+            "stores); NVIDIA/nccl#1641 asks whether multimem.st.v4 is 16-byte atomic, with no answer; "
+            "PTX ISA section 8.2.4 models a vector access as separate elements",
+            writes=("multimem.st",),
+        ),
+        Assumption(
+            "line-128B-reductions-ordered",
+            128,
+            True,
+            "a warp's vector reductions into one 128-byte line (its data words and its count word, "
+            "8 lanes x 16 B) become visible at the destination together or in address order, so a reader "
+            "that sees a contributor's count increment sees that contributor's data",
+            "inferred for the LL128-atomic AllReduce of arXiv 2607.16100 (abstract only): the LL128 "
+            "line assumption (NVIDIA/nccl#786, #281) carried over to red.global.add; PTX ISA guarantees "
+            "atomicity per scalar element of a vector red only",
+            writes=("red",),
+        ),
+        Assumption(
+            "multicast-line-128B-reductions-ordered",
+            128,
+            True,
+            "a warp's multimem.red into one 128-byte line lands in every rank's copy with the line's "
+            "data and count reductions visible together or in address order (per copy; copies in any order)",
+            "inferred: the line-128B-reductions-ordered assumption for reductions the NVSwitch fans out; "
+            "no public statement of multimem.red ordering exists (PTX ISA section 8.2.4)",
+            writes=("multimem.red",),
         ),
     )
 }

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from collsim.ir.expr import Expr, as_expr
 from collsim.ir.layout import LineLayout
+from collsim.ir.types import FillPattern
 
 __all__ = ["Buffer"]
 
@@ -31,10 +32,15 @@ class Buffer:
         Regions per slot (e.g. ``NRANKS``: one per sender).
     lines : Expr
         Lines per region (may depend on ``MSG`` and ``NRANKS``).
-    init : str
-        Initial contents: ``"zero"`` or ``"sentinel"``.
+    init : FillPattern
+        Initial contents: ``FillPattern.ZERO`` or ``FillPattern.SENTINEL`` (or their names).
     role : str
         What it is for, for humans: ``"data"``, ``"flags"``, ``"credits"``...
+    multicast : bool
+        Bound to a multicast object: besides its unicast address in each rank, one multimem address
+        reaches every rank's copy at once (:class:`~collsim.ir.ops.MulticastRef`; NVLink SHARP,
+        sm_90 on an NVSwitch that multicasts). The buffer's size is then rounded up to the multicast
+        granularity by whoever allocates it.
 
     Examples
     --------
@@ -50,16 +56,19 @@ class Buffer:
     depth: int
     regions: Expr
     lines: Expr
-    init: str = "zero"
+    init: FillPattern = FillPattern.ZERO
     role: str = "data"
+    multicast: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "regions", as_expr(self.regions))
         object.__setattr__(self, "lines", as_expr(self.lines))
         if self.depth < 1:
             raise ValueError(f"buffer {self.name}: depth must be at least 1")
-        if self.init not in ("zero", "sentinel"):
-            raise ValueError(f"buffer {self.name}: init is 'zero' or 'sentinel', not {self.init!r}")
+        try:
+            object.__setattr__(self, "init", FillPattern(self.init))
+        except ValueError:
+            raise ValueError(f"buffer {self.name}: init is 'zero' or 'sentinel', not {self.init!r}") from None
 
     def total_lines(self, env) -> int:
         return self.depth * self.regions.evaluate(env) * self.lines.evaluate(env)

@@ -9,12 +9,13 @@ from __future__ import annotations
 from collsim.ir.buffers import Buffer
 from collsim.ir.expr import NRANKS, RANK, Expr
 from collsim.ir.layout import counter_layout
-from collsim.ir.ops import AtLeast, PollUntil, Ref, Store, SyncGroup
+from collsim.ir.ops import AtLeast, MulticastRef, MultimemRed, PollUntil, Ref, Store, SyncGroup
 from collsim.ir.program import ProgramBuilder
 from collsim.ir.protocol import PEER, PEER_INDEX
-from collsim.ir.types import Issuer, Scope, Sem
+from collsim.ir.types import Issuer, RmwOp, Scope, Sem
 
-__all__ = ["inbox_buffer", "barrier", "credit_buffer", "wait_credit", "return_credit"]
+__all__ = ["inbox_buffer", "barrier", "credit_buffer", "wait_credit", "return_credit", "multicast_counter_buffer",
+           "multicast_barrier"]
 
 
 def inbox_buffer(name: str = "inbox") -> Buffer:
@@ -81,3 +82,37 @@ def return_credit(b: ProgramBuilder, frm: Expr, seq: Expr, *, credits: str = "cr
     b.emit(SyncGroup(label="credit.sync_consumed"))
     b.emit(Store(Ref(credits, frm, region=RANK), None, sem, Scope.SYS, flag=seq + 1,
                  issuer=Issuer.LEADER, label="credit.return"))
+
+
+def multicast_counter_buffer(name: str = "mc_arrivals", counters: Expr | int = 1) -> Buffer:
+    """``counters`` 32-bit arrival counters per rank (one per barrier of a launch), bound to a multicast object
+    (``multimem.red`` reaches every copy)."""
+    return Buffer(name, counter_layout(4), depth=1, regions=counters, lines=1, role="flags", multicast=True)
+
+
+def multicast_barrier(
+    b: ProgramBuilder,
+    use: Expr,
+    *,
+    counter: str = "mc_arrivals",
+    which: Expr | int = 0,
+    arrive_sem: Sem = Sem.RELEASE,
+    wait_sem: Sem = Sem.ACQUIRE,
+    arrivals: Expr = NRANKS,
+    label: str = "mc_barrier",
+) -> None:
+    """All-to-all barrier through the switch: one ``multimem.red.add 1`` reaches every rank's copy of counter
+    ``which``, then each rank waits until its own copy reaches ``arrivals × use``.
+
+    ``use`` counts the barriers on that counter from 1; the counter only grows (``arrivals`` per
+    barrier: every rank's arrival, its own included, lands in every copy). This is NCCL's LSA multimem
+    barrier (``multimem.red.release.sys.add.u32``, then a spin on the local inbox until it reaches
+    epoch + nRanks) and PyTorch symmetric memory's multimem barrier. The group syncs first, so the
+    leader's release covers every thread's earlier accesses, and again after its acquire.
+    """
+    b.emit(SyncGroup(label=f"{label}.sync_before"))
+    b.emit(MultimemRed(RmwOp.ADD, MulticastRef(counter, region=which), 1, arrive_sem, Scope.SYS,
+                       issuer=Issuer.LEADER, label=f"{label}.arrive"))
+    b.emit(PollUntil(Ref(counter, RANK, region=which), AtLeast(arrivals * use), wait_sem, Scope.SYS,
+                     issuer=Issuer.LEADER, label=f"{label}.wait"))
+    b.emit(SyncGroup(label=f"{label}.sync_after"))

@@ -11,19 +11,29 @@ a load or poll fills a register, a reduce combines sources into one, a store
 reads from a source. Sources are :class:`Input` (this iteration's input),
 :class:`Reg` or :class:`Fill` (a constant pattern: zero or the sentinel).
 
+A buffer bound to a multicast object (``Buffer(multicast=True)``) is also
+reachable through one *multimem* address that stands for every rank's copy:
+:class:`MulticastRef` names a range there, and the ``multimem`` operations
+(:class:`MultimemLoadReduce`, :class:`MultimemStore`, :class:`MultimemRed`)
+act on every copy at once, the NVSwitch doing the reduction or the fan-out
+(PTX ISA 8.1, sm_90; :mod:`collsim.ir.multimem` holds what the ISA allows).
+
 A bound operation (see :func:`collsim.ir.program.flatten`) is the same class
 with every expression replaced by its integer value.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Mapping, Union
+from typing import Any, ClassVar, Mapping, Union
 
+from collsim.ir import multimem
 from collsim.ir.expr import Expr, ExprLike, as_expr
-from collsim.ir.types import FenceKind, Issuer, RmwOp, Scope, Sem
+from collsim.ir.origin import SourceLocation
+from collsim.ir.types import FenceKind, FillPattern, Issuer, RmwOp, Scope, Sem
 
 __all__ = [
     "Ref",
+    "MulticastRef",
     "Input",
     "Reg",
     "Fill",
@@ -32,12 +42,18 @@ __all__ = [
     "AtLeast",
     "NotEqual",
     "Predicate",
+    "SymbolicWord",
+    "DATA_WORD",
+    "SENTINEL_WORD",
     "Op",
     "Store",
     "Load",
     "PollUntil",
     "Fence",
     "Atomic",
+    "MultimemLoadReduce",
+    "MultimemStore",
+    "MultimemRed",
     "Reduce",
     "WriteOutput",
     "SyncGroup",
@@ -74,6 +90,45 @@ class Ref:
 
 
 @dataclass(frozen=True)
+class MulticastRef:
+    """``lines`` lines starting at ``line`` of ``buffer[slot][region]`` in *every* rank's copy, through the
+    buffer's multicast address.
+
+    Only ``multimem`` operations access it (PTX ISA §8.2.3: other accesses to a multimem address are
+    undefined); the buffer must be declared ``multicast=True``. :meth:`copy` is the same range in one
+    rank's copy, where ordinary operations reach it through its unicast address.
+
+    >>> MulticastRef("counters", slot=1).copy(2).describe()
+    'counters@2[slot 1, region 0, lines 0+1]'
+    """
+
+    buffer: str
+    slot: Expr = 0  # type: ignore[assignment]
+    region: Expr = 0  # type: ignore[assignment]
+    line: Expr = 0  # type: ignore[assignment]
+    lines: Expr = 1  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        for name in ("slot", "region", "line", "lines"):
+            value = getattr(self, name)
+            if isinstance(value, int):
+                object.__setattr__(self, name, _e(value))
+
+    def copy(self, rank: ExprLike) -> Ref:
+        """The same lines in ``rank``'s copy of the buffer (bound, with integer fields, if this range is bound)."""
+        if isinstance(self.lines, Expr):
+            return Ref(self.buffer, rank, self.slot, self.region, self.line, self.lines)  # type: ignore[arg-type]
+        bound = object.__new__(Ref)
+        for name, value in (("buffer", self.buffer), ("rank", rank), ("slot", self.slot), ("region", self.region),
+                            ("line", self.line), ("lines", self.lines)):
+            object.__setattr__(bound, name, value)
+        return bound
+
+    def describe(self) -> str:
+        return f"{self.buffer}@multicast[slot {self.slot}, region {self.region}, lines {self.line}+{self.lines}]"
+
+
+@dataclass(frozen=True)
 class Input:
     """This rank's input for the current iteration, from byte ``offset``."""
 
@@ -105,53 +160,151 @@ class Reg:
 
 @dataclass(frozen=True)
 class Fill:
-    """A constant pattern in every data word: ``"zero"`` or ``"sentinel"``."""
+    """A constant pattern in every data word: ``FillPattern.ZERO`` or ``FillPattern.SENTINEL``.
 
-    pattern: str
+    The pattern may be given by name (``Fill("sentinel")``).
+    """
+
+    pattern: FillPattern
 
     def __post_init__(self) -> None:
-        if self.pattern not in ("zero", "sentinel"):
-            raise ValueError(f"fill pattern is 'zero' or 'sentinel', not {self.pattern!r}")
+        try:
+            object.__setattr__(self, "pattern", FillPattern(self.pattern))
+        except ValueError:
+            raise ValueError(f"fill pattern is 'zero' or 'sentinel', not {self.pattern!r}") from None
 
 
 Source = Union[Input, Reg, Fill]
 
 
+class SymbolicWord:
+    """The value of a polled word for a consumer that does not track data values (the simulator).
+
+    :data:`DATA_WORD` is user data: never an epoch or a count, and never the sentinel (the
+    protocol's data domain promises it). :data:`SENTINEL_WORD` is the sentinel pattern.
+    :meth:`Predicate.holds` decides both.
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+#: A polled word that holds user data.
+DATA_WORD = SymbolicWord("DATA")
+#: A polled word that holds the sentinel pattern.
+SENTINEL_WORD = SymbolicWord("SENTINEL")
+
+
 @dataclass(frozen=True)
-class Equals:
+class Predicate:
+    """The exit condition of a :class:`PollUntil`, checked on every polled word of every line.
+
+    :meth:`holds` is the one evaluation every consumer uses. The word may be an ``int`` (the
+    verifier's reference run), a z3 term (the verifier's encoding: the result is a z3 formula),
+    any value with comparison operators (the emitter compares C expressions this way), or a
+    :class:`SymbolicWord`.
+
+    >>> from collsim.ir.expr import ITER
+    >>> epoch = Equals(ITER + 1).bind({"ITER": 2})
+    >>> epoch.holds(3), epoch.describe(), AtLeast(3).bind({}).holds(2)
+    (True, '== 3', False)
+    >>> NotEqual(0xFFFAFFFA).holds(SENTINEL_WORD), NotEqual(0xFFFAFFFA).holds(DATA_WORD)
+    (False, True)
+    """
+
+    value: Any
+    #: the comparison, as :meth:`describe` prints it
+    symbol: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.value, int):
+            object.__setattr__(self, "value", _e(self.value))
+
+    def bind(self, env: Mapping[str, int]) -> "Predicate":
+        """The same predicate with its value evaluated in ``env``."""
+        if not isinstance(self.value, Expr):
+            return self
+        bound = object.__new__(type(self))
+        object.__setattr__(bound, "value", self.value.evaluate(env))
+        return bound
+
+    def holds(self, word: Any, want: Any = None) -> Any:
+        """Whether ``word`` satisfies the condition against ``want`` (default: the bound predicate's value)."""
+        if isinstance(word, SymbolicWord):
+            return self._symbolic_holds(word)
+        if want is None:
+            want = self.value
+            if isinstance(want, Expr):
+                raise TypeError(f"{self!r} is symbolic: bind it (Predicate.bind or collsim.ir.ops.bind) first")
+        return self._compare(word, want)
+
+    def describe(self) -> str:
+        """``"== 5"``, ``">= 3"``, ``"!= 0xfffafffa"``: the condition a bound poll waits for."""
+        return f"{self.symbol} {self.value}"
+
+    def _compare(self, word: Any, want: Any) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _symbolic_holds(self, word: SymbolicWord) -> bool:
+        return False  # user data and the sentinel are never an epoch or a count
+
+
+@dataclass(frozen=True)
+class Equals(Predicate):
     """Every polled word equals ``value`` (an epoch flag)."""
 
     value: Expr
+    symbol: ClassVar[str] = "=="
 
-    def __post_init__(self) -> None:
-        if isinstance(self.value, int):
-            object.__setattr__(self, "value", _e(self.value))
+    def _compare(self, word: Any, want: Any) -> Any:
+        return word == want
 
 
 @dataclass(frozen=True)
-class AtLeast:
+class AtLeast(Predicate):
     """The polled counter is at least ``value``."""
 
     value: Expr
+    symbol: ClassVar[str] = ">="
 
-    def __post_init__(self) -> None:
-        if isinstance(self.value, int):
-            object.__setattr__(self, "value", _e(self.value))
+    def _compare(self, word: Any, want: Any) -> Any:
+        return word >= want
 
 
 @dataclass(frozen=True)
-class NotEqual:
+class NotEqual(Predicate):
     """No polled word equals ``value`` (the sentinel: data has overwritten it)."""
 
     value: int
+    symbol: ClassVar[str] = "!="
 
+    def __post_init__(self) -> None:
+        pass  # the sentinel is a literal bit pattern, not an expression
 
-Predicate = Union[Equals, AtLeast, NotEqual]
+    def _compare(self, word: Any, want: Any) -> Any:
+        return word != want
+
+    def _symbolic_holds(self, word: SymbolicWord) -> bool:
+        return word is DATA_WORD
+
+    def describe(self) -> str:
+        return f"{self.symbol} {self.value:#x}"
 
 
 @dataclass(frozen=True)
 class Op:
-    """Base of all operations. ``label`` names the op in timelines, counterexamples and emitted comments."""
+    """Base of all operations. ``label`` names the op in timelines, counterexamples and emitted comments.
+
+    ``origin`` is where protocol code emitted the op (:class:`~collsim.ir.program.ProgramBuilder`
+    records it); it is no part of the op's value: ops equal and print alike wherever they came from.
+    """
+
+    origin: SourceLocation | None = field(default=None, kw_only=True, compare=False, repr=False)
 
     def children(self) -> tuple["Op", ...]:
         return ()
@@ -230,6 +383,10 @@ class Atomic(Op):
     ``operand`` is a data source (vector reductions such as 128-bit
     ``red.add``) or an expression (counters). With ``into`` the old values
     go to that register (``atom``); without, it is a reduction (``red``).
+    ``flag``, with a data operand, is added to the flag words of each line
+    (a count the line's readers poll, as in the LL128-atomic line: the data
+    words get the operand, the count word ``flag``, all by the lanes of one
+    line).
     """
 
     op: RmwOp
@@ -241,12 +398,108 @@ class Atomic(Op):
     issuer: Issuer = Issuer.ALL
     label: str = "atomic"
     into_offset: Expr = 0  # type: ignore[assignment]
+    flag: Expr | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.operand, int):
             object.__setattr__(self, "operand", _e(self.operand))
         if isinstance(self.into_offset, int):
             object.__setattr__(self, "into_offset", _e(self.into_offset))
+        if isinstance(self.flag, int):
+            object.__setattr__(self, "flag", _e(self.flag))
+        if self.flag is not None and not isinstance(self.operand, (Input, Reg, Fill)):
+            raise ValueError(f"atomic {self.label!r}: a flag is added next to data; a counter atomic's operand "
+                             "is already its increment")
+
+
+def _multimem_checked(instruction: str, sem: Sem, scope: Scope, op: RmwOp | None, label: str) -> None:
+    try:
+        multimem.check_semantics(instruction, Sem(sem))
+        if op is not None:
+            multimem.check_operator(instruction, RmwOp(op).value)
+    except ValueError as err:
+        raise ValueError(f"{label!r}: {err}") from None
+    if Scope(scope) not in (Scope.CTA, Scope.GPU, Scope.SYS):
+        raise ValueError(f"{label!r}: multimem scope is cta, gpu or sys, not {scope}")
+
+
+@dataclass(frozen=True)
+class MultimemLoadReduce(Op):
+    """``multimem.ld_reduce``: load the data words of ``src``'s lines from every rank's copy, reduced
+    (``op``, in the NVSwitch) into register ``into``.
+
+    Each copy's element is a separate load (no atomicity across copies, PTX ISA §8.2.4 for each copy's
+    vector); ``sem`` is weak, relaxed or acquire (PTX default: weak).
+    """
+
+    into: str
+    src: MulticastRef
+    sem: Sem
+    scope: Scope
+    op: RmwOp = RmwOp.ADD
+    issuer: Issuer = Issuer.ALL
+    label: str = "multimem_ld_reduce"
+    into_offset: Expr = 0  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.into_offset, int):
+            object.__setattr__(self, "into_offset", _e(self.into_offset))
+        _multimem_checked("ld_reduce", self.sem, self.scope, self.op, self.label)
+
+
+@dataclass(frozen=True)
+class MultimemStore(Op):
+    """``multimem.st``: store ``src`` into the data words and ``flag`` into the flag words of ``dst``'s lines,
+    in every rank's copy (the NVSwitch replicates one upstream write).
+
+    The copies are written in no particular order, each element a PTX store; ``sem`` is weak, relaxed or
+    release (PTX default: weak).
+    """
+
+    dst: MulticastRef
+    src: Source | None
+    sem: Sem
+    scope: Scope
+    flag: Expr | None = None
+    issuer: Issuer = Issuer.ALL
+    label: str = "multimem_st"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.flag, int):
+            object.__setattr__(self, "flag", _e(self.flag))
+        _multimem_checked("st", self.sem, self.scope, None, self.label)
+
+
+@dataclass(frozen=True)
+class MultimemRed(Op):
+    """``multimem.red``: one atomic reduction (``op``) with ``operand`` on every word of ``dst``'s lines,
+    in every rank's copy.
+
+    ``operand`` is a data source (vector ``.add`` of floats) or an expression (a counter's increment);
+    ``flag``, with a data operand, is added to the lines' flag words. Each copy gets its own atomic
+    read-modify-write per element; ``sem`` is relaxed or release (PTX default: relaxed, ``.sys``).
+    """
+
+    op: RmwOp
+    dst: MulticastRef
+    operand: Source | Expr
+    sem: Sem
+    scope: Scope
+    flag: Expr | None = None
+    issuer: Issuer = Issuer.ALL
+    label: str = "multimem_red"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.operand, int):
+            object.__setattr__(self, "operand", _e(self.operand))
+        if isinstance(self.flag, int):
+            object.__setattr__(self, "flag", _e(self.flag))
+        data = isinstance(self.operand, (Input, Reg, Fill))
+        if self.flag is not None and not data:
+            raise ValueError(f"{self.label!r}: a flag is added next to data; a counter's operand is its increment")
+        if data and RmwOp(self.op) is not RmwOp.ADD:
+            raise ValueError(f"{self.label!r}: multimem.red reduces floating-point data with add only")
+        _multimem_checked("red", self.sem, self.scope, self.op, self.label)
 
 
 @dataclass(frozen=True)
@@ -326,13 +579,15 @@ class Loop(Op):
 #: :class:`collsim.ir.visit.OpVisitor`, which must have a rule for each of these: a new operation is
 #: added here and then fails at import in every consumer that does not handle it yet.
 OP_TYPES: tuple[type[Op], ...] = (Store, Load, PollUntil, Fence, Atomic, Reduce, WriteOutput, SyncGroup,
-                                  KernelBoundary, Loop)
+                                  KernelBoundary, Loop, MultimemLoadReduce, MultimemStore, MultimemRed)
 
 
 def _bind_value(value: Any, env: Mapping[str, int]) -> Any:
     if isinstance(value, Expr):
         return value.evaluate(env)
-    if isinstance(value, (Ref, Input, Reg, Equals, AtLeast)):
+    if isinstance(value, Predicate):
+        return value.bind(env)
+    if isinstance(value, (Ref, MulticastRef, Input, Reg)):
         return _bind_fields(value, env)
     if isinstance(value, tuple):
         return tuple(_bind_value(item, env) for item in value)

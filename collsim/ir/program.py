@@ -1,15 +1,24 @@
 """Per-rank programs: what an algorithm generates from a protocol, and how consumers unroll it."""
 from __future__ import annotations
 
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+import inspect
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field, replace
+from types import FrameType
 from typing import Iterator, Mapping
 
+from collsim.errors import ProtocolDefinitionError
 from collsim.ir.buffers import Buffer
 from collsim.ir.expr import Expr, Var, as_expr
-from collsim.ir.ops import Loop, Op, bind
+from collsim.ir.ops import Loop, MultimemLoadReduce, MultimemRed, MultimemStore, NotEqual, Op, PollUntil, bind
+from collsim.ir.origin import caller_location, stack_depth
 
-__all__ = ["Program", "FlatOp", "ProgramBuilder", "flatten", "walk"]
+__all__ = ["Program", "FlatOp", "ProgramBuilder", "flatten", "walk", "FABRIC_FEATURES"]
+
+#: What a program may need of the switches between its GPUs (NVLink SHARP): ``multicast``, one write
+#: through a multimem address reaching every copy (every multimem op), and ``reduction``, the switch
+#: reducing the copies it reads (``multimem.ld_reduce``).
+FABRIC_FEATURES = ("multicast", "reduction")
 
 
 @dataclass(frozen=True)
@@ -38,7 +47,9 @@ class Program:
 
     It depends on ``RANK``, ``NRANKS``, ``ITER`` and ``MSG``; consumers bind
     them (:meth:`flatten`). ``registers`` maps each register to its size in
-    bytes (an expression).
+    bytes (an expression). ``forbidden_word`` is the word the protocol's data
+    domain keeps out of user data (:attr:`collsim.ir.protocol.DataDomain.forbidden_word`),
+    if it declares one.
     """
 
     protocol: str
@@ -46,6 +57,46 @@ class Program:
     ops: tuple[Op, ...]
     buffers: tuple[Buffer, ...]
     registers: Mapping[str, Expr] = field(default_factory=dict)
+    forbidden_word: int | None = None
+
+    @property
+    def sentinel_word(self) -> int | None:
+        """The sentinel pattern: the value the ``NotEqual`` polls compare against, else :attr:`forbidden_word`.
+
+        It is what a buffer with ``init=FillPattern.SENTINEL`` starts as and what ``Fill("sentinel")``
+        stores; a program polls against one sentinel at most.
+
+        >>> from collsim.ir.ops import Ref
+        >>> from collsim.ir.types import Scope, Sem
+        >>> poll = PollUntil(Ref("lines", 0), NotEqual(0xFFFAFFFA), Sem.RELAXED, Scope.SYS)
+        >>> hex(Program("p", "one-shot", (poll,), ()).sentinel_word)
+        '0xfffafffa'
+        """
+        values = {op.until.value for op in walk(self.ops)
+                  if isinstance(op, PollUntil) and isinstance(op.until, NotEqual)}
+        if len(values) > 1:
+            raise ProtocolDefinitionError(
+                f"{self.protocol}/{self.algorithm} polls against several sentinels "
+                f"{', '.join(hex(v) for v in sorted(values))}: a program has one sentinel pattern")
+        return values.pop() if values else self.forbidden_word
+
+    @property
+    def fabric_needs(self) -> frozenset[str]:
+        """The :data:`FABRIC_FEATURES` the program's operations need of the switches.
+
+        >>> from collsim.ir.ops import MulticastRef
+        >>> from collsim.ir.types import RmwOp, Scope, Sem
+        >>> red = MultimemRed(RmwOp.ADD, MulticastRef("inbox"), 1, Sem.RELEASE, Scope.SYS)
+        >>> sorted(Program("p", "one-shot", (red,), ()).fabric_needs)
+        ['multicast']
+        """
+        needs: set[str] = set()
+        for op in walk(self.ops):
+            if isinstance(op, (MultimemLoadReduce, MultimemStore, MultimemRed)):
+                needs.add("multicast")
+            if isinstance(op, MultimemLoadReduce):
+                needs.add("reduction")
+        return frozenset(needs)
 
     def buffer(self, name: str) -> Buffer:
         for buf in self.buffers:
@@ -95,6 +146,10 @@ def walk(ops: tuple[Op, ...]) -> Iterator[Op]:
 class ProgramBuilder:
     """Collects operations; protocols and algorithms write programs through it.
 
+    Every operation is recorded with its :attr:`~collsim.ir.ops.Op.origin`: the frames of
+    protocol code (outside the collsim package) between the call that created the builder and
+    the ``emit`` (or ``loop``) call, so a consumer's error can name the protocol file and line.
+
     >>> from collsim.ir.ops import Fence
     >>> from collsim.ir.types import FenceKind, Scope
     >>> b = ProgramBuilder()
@@ -108,19 +163,33 @@ class ProgramBuilder:
         self._stack: list[list[Op]] = [[]]
         self.registers: dict[str, Expr] = {}
         self._counter = 0
+        # frames at or outside the one that created the builder are not protocol code
+        self._root_depth = stack_depth(inspect.currentframe()) - 1
+
+    def _located(self, op: Op, caller: FrameType | None) -> Op:
+        origin = caller_location(caller, self._root_depth)
+        return op if origin is None else replace(op, origin=origin)
 
     def emit(self, op: Op) -> Op:
+        """Append ``op`` (recorded with where protocol code emitted it) and return the recorded op."""
+        frame = inspect.currentframe()
+        op = self._located(op, frame.f_back if frame is not None else None)
         self._stack[-1].append(op)
         return op
 
+    def loop(self, var: str, count: Expr | int) -> AbstractContextManager[Var]:
+        """Collect the body of a ``Loop`` over ``var`` = 0 .. ``count``-1 (a ``with`` block)."""
+        frame = inspect.currentframe()
+        return self._loop(self._located(Loop(var, as_expr(count)), frame.f_back if frame is not None else None))
+
     @contextmanager
-    def loop(self, var: str, count: Expr | int) -> Iterator[Var]:
+    def _loop(self, loop: Loop) -> Iterator[Var]:
         self._stack.append([])
         try:
-            yield Var(var)
+            yield Var(loop.var)
         finally:
             body = tuple(self._stack.pop())
-            self._stack[-1].append(Loop(var, as_expr(count), body))
+            self._stack[-1].append(replace(loop, body=body))
 
     def register(self, name: str, nbytes: Expr | int) -> str:
         """Declare register ``name`` of ``nbytes`` bytes (the largest size wins)."""

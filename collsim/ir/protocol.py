@@ -17,12 +17,13 @@ from typing import Any, Callable, ClassVar, Mapping
 from collsim.errors import ProtocolDefinitionError
 from collsim.ir.assumptions import get_assumption
 from collsim.ir.buffers import Buffer
-from collsim.ir.expr import ITER, NRANKS, RANK, Expr, Var, as_expr
+from collsim.ir.expr import ITER, NRANKS, RANK, Expr, Var, as_expr, mask
 from collsim.ir.layout import LineLayout
 from collsim.ir.ops import Source
 from collsim.ir.program import ProgramBuilder
 
-__all__ = ["DataDomain", "Send", "Recv", "Exchange", "ReduceExchange", "Protocol", "PEER", "PEER_INDEX", "peer_ranks"]
+__all__ = ["DataDomain", "Send", "Recv", "Exchange", "ReduceExchange", "Launch", "Protocol", "PEER", "PEER_INDEX",
+           "peer_ranks"]
 
 #: The loop variable of an exchange over all peers (0 .. NRANKS-2) ...
 PEER_INDEX = Var("k")
@@ -122,10 +123,13 @@ class Exchange:
 
 @dataclass(frozen=True)
 class ReduceExchange:
-    """A phase in which every rank adds ``data`` into the result of each rank in ``targets``.
+    """A phase in which every rank contributes its input ``data`` and receives a finished sum in ``into``.
 
-    Only protocols with ``reduces_remotely`` implement it; the receiving
-    rank gets the finished sum in ``into``.
+    Only protocols with ``reduces_remotely`` implement it (atomics into the receiver's memory, or the
+    switch reducing every rank's copy). Rank ``t`` receives the sum of every rank's bytes
+    ``[piece_offset(t), piece_offset(t) + nbytes)`` of the message: the whole message (one-shot,
+    ``scatter=False``, offset 0) or its own chunk ``t`` (a reduce-scatter, ``scatter=True``, offset
+    ``t * nbytes``).
     """
 
     phase: Expr
@@ -133,6 +137,7 @@ class ReduceExchange:
     data: Source
     nbytes: Expr
     into: str
+    scatter: bool = False
 
     def __post_init__(self) -> None:
         for name in ("phase", "phases_per_iter", "nbytes"):
@@ -141,6 +146,24 @@ class ReduceExchange:
     @property
     def seq(self) -> Expr:
         return ITER * self.phases_per_iter + self.phase
+
+    def piece_offset(self, rank: Expr) -> Expr:
+        """The message byte offset of the piece rank ``rank`` receives."""
+        return rank * self.nbytes if self.scatter else as_expr(0)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What :meth:`Protocol.prologue` and :meth:`Protocol.epilogue` know of the launch they bracket.
+
+    ``transfer_bytes`` is the most bytes one send moves (what :meth:`Protocol.buffers` was sized for)
+    and ``phases_per_iter`` the number of exchanges in one launch, the same value every
+    :class:`Exchange` of the launch carries: a hook derives epochs and barrier numbers from it
+    instead of remembering what an earlier hook saw.
+    """
+
+    transfer_bytes: Expr
+    phases_per_iter: Expr
 
 
 class Protocol:
@@ -151,6 +174,10 @@ class Protocol:
     ``reduces_remotely``). Constructor keyword arguments override entries of
     ``default_params`` (e.g. ``flag_bits``), so the verifier can shrink a
     flag and a mutant can change one parameter.
+
+    A protocol keeps no state between hooks: every hook gets what it needs
+    as arguments (:class:`Exchange`, :class:`Launch`), so one instance can
+    generate any number of programs, in any order.
     """
 
     name: ClassVar[str]
@@ -165,6 +192,11 @@ class Protocol:
     reduces_remotely: ClassVar[bool] = False
     #: the NCCL cost-model column that stands in for it in the analytic model
     analytic_family: ClassVar[str] = "simple"
+    #: global barriers (all-to-all rounds beyond the data-carried flags) it runs in every exchange ...
+    barriers_per_exchange: ClassVar[int] = 0
+    #: ... and once per launch besides (a closing barrier): with an algorithm's exchanges per launch they
+    #: make the sync rounds of the analytic model (:func:`collsim.algorithms.sync_rounds`)
+    barriers_per_launch: ClassVar[int] = 0
     #: where the design comes from
     citation: ClassVar[str] = ""
     #: what a mutant is expected to break (empty for shipped protocols)
@@ -193,9 +225,18 @@ class Protocol:
     def flag_bits(self) -> int:
         return int(self.params.get("flag_bits", 64))
 
-    def sync_rounds(self, algorithm: str) -> int:
-        """Global synchronization rounds beyond data-carried flags (barrier protocols override)."""
-        return 0
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """One stable identity for caches: the class (module and qualified name), the name and the parameters.
+
+        Two instances with the same key generate the same programs; the key is the same in every process.
+
+        >>> from collsim.ir.registry import load_protocol
+        >>> load_protocol("ll", depth=3).key
+        ('protocols.ll.LL', 'll', "[('credit_slack', 0), ('depth', 3), ('flag_bits', 32)]")
+        """
+        cls = type(self)
+        return (f"{cls.__module__}.{cls.__qualname__}", self.name, repr(sorted(self.params.items())))
 
     def describe(self) -> str:
         doc = (type(self).__doc__ or "").strip().split("\n\n")[0]
@@ -206,7 +247,7 @@ class Protocol:
         """The buffers for phases that move at most ``transfer_bytes`` per send."""
         raise NotImplementedError
 
-    def prologue(self, b: ProgramBuilder, transfer_bytes: Expr) -> None:
+    def prologue(self, b: ProgramBuilder, launch: Launch) -> None:
         """Operations before the first phase (default: none)."""
 
     def exchange(self, b: ProgramBuilder, ex: Exchange) -> None:
@@ -215,7 +256,7 @@ class Protocol:
     def reduce_exchange(self, b: ProgramBuilder, ex: ReduceExchange) -> None:
         raise ProtocolDefinitionError(f"protocol {self.name!r} does not reduce remotely")
 
-    def epilogue(self, b: ProgramBuilder, transfer_bytes: Expr) -> None:
+    def epilogue(self, b: ProgramBuilder, launch: Launch) -> None:
         """Operations after the last phase (default: none)."""
 
     # -- helpers for subclasses -------------------------------------------
@@ -247,8 +288,6 @@ class Protocol:
 
     def epoch(self, seq: Expr) -> Expr:
         """The flag value of sequence number ``seq``: ``seq + 1`` in ``flag_bits`` bits, never the zero of fresh memory until it wraps."""
-        from collsim.ir.expr import mask
-
         return mask(seq + 1, self.flag_bits)
 
 

@@ -7,9 +7,9 @@ the verifier treats it as ``relaxed`` at ``sys`` scope, as the ISA defines.
 """
 from __future__ import annotations
 
-from enum import Enum
+from enum import Enum, StrEnum
 
-__all__ = ["Sem", "Scope", "FenceKind", "RmwOp", "Issuer"]
+__all__ = ["Sem", "Scope", "FenceKind", "RmwOp", "Issuer", "FillPattern"]
 
 
 class Sem(str, Enum):
@@ -31,6 +31,16 @@ class Sem(str, Enum):
     def model_sem(self) -> str:
         """The semantics the memory model sees (volatile is relaxed)."""
         return "relaxed" if self is Sem.VOLATILE else self.value
+
+    def model_scope(self, scope: Scope) -> Scope:
+        """The scope the memory model sees for an access of these semantics declared at ``scope``: a volatile
+        access is system-scoped whatever scope it names (PTX ISA, memory consistency model: volatile operations
+        are relaxed operations at system scope).
+
+        >>> Sem.VOLATILE.model_scope(Scope.GPU), Sem.RELAXED.model_scope(Scope.GPU)
+        (<Scope.SYS: 'sys'>, <Scope.GPU: 'gpu'>)
+        """
+        return Scope.SYS if self is Sem.VOLATILE else scope
 
 
 class Scope(str, Enum):
@@ -69,3 +79,22 @@ class Issuer(str, Enum):
 
     ALL = "all"
     LEADER = "leader"
+
+
+class FillPattern(StrEnum):
+    """A constant a buffer starts as or a :class:`~collsim.ir.ops.Fill` store writes into every data word.
+
+    ``ZERO`` is fresh memory; ``SENTINEL`` is the protocol's sentinel pattern (the value its
+    ``NotEqual`` polls compare against, see :attr:`collsim.ir.program.Program.sentinel_word`).
+    A member compares equal to its name in lower case, and prints (``repr`` included) as that
+    string, so programs, their reprs and cache keys read as they did with plain strings.
+
+    >>> FillPattern("sentinel") is FillPattern.SENTINEL, repr(FillPattern.ZERO)
+    (True, "'zero'")
+    """
+
+    ZERO = "zero"
+    SENTINEL = "sentinel"
+
+    def __repr__(self) -> str:
+        return repr(self.value)

@@ -12,9 +12,9 @@ given) and the full sortable table. One file, plotly.js embedded, no network.
 """
 from __future__ import annotations
 
-from collsim.report.data import check_frame, load_results
 from collsim.report.render import FIGURE_IDS, build_report, write_report
 from collsim.report.timelines import parse_timeline_spec, timelines_for
+from collsim.resultsfile import check_frame, load_results
 
 __all__ = [
     "FIGURE_IDS",

@@ -1,18 +1,12 @@
-"""Reading and checking what a report is built from.
+"""The optional inputs of a report, checked: timelines, verification verdicts and measured points.
 
-:func:`load_results` reads ``results.csv`` or ``results.json`` (as ``collsim
-run`` writes them) and returns ``(frame, meta)``; :func:`check_frame` checks
-a results DataFrame however it was obtained. Both raise
-:class:`collsim.errors.InputError` with a one-line message that names the
-file and what is wrong, so a bad input never becomes a blank report.
-
-The ``meta`` mapping is the results.json document without its rows:
-``collsim_version``, ``scenario`` (a dict with ``name``, ``topology``,
-``costs`` …), ``topology`` (``name``, ``num_gpus``, ``summary``), ``model``,
-``costs``, ``skipped`` and, when present, ``date``, ``timelines``,
-``verification``. A CSV carries no metadata: its meta comes from a
-``results.json`` beside it when there is one, else it is inferred (scenario
-name from the directory, model from the ``model`` column).
+The results themselves are read by :func:`collsim.resultsfile.load_results`
+(and a table of them checked by :func:`collsim.resultsfile.check_frame`);
+this module turns what may come beside them into what the report draws:
+:func:`normalize_timelines`, :func:`normalize_verification`,
+:func:`normalize_measured`. Each raises :class:`collsim.errors.InputError`
+with a one-line message that names the source and what is wrong, so a bad
+input never becomes a blank report.
 """
 from __future__ import annotations
 
@@ -20,293 +14,18 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from collsim.errors import InputError
+from collsim.units import format_size
 
 __all__ = [
-    "RESULT_COLUMNS",
-    "INT_COLUMNS",
-    "FLOAT_COLUMNS",
-    "TEXT_COLUMNS",
-    "load_results",
-    "check_frame",
-    "check_version",
     "normalize_timelines",
     "normalize_verification",
     "normalize_measured",
 ]
-
-
-def _columns() -> tuple[str, ...]:
-    try:
-        from collsim.results import COLUMNS
-    except ImportError:  # pragma: no cover - results module is part of the package
-        COLUMNS = (
-            "topology", "gpu", "ranks", "algorithm", "protocol", "launch", "size_bytes", "count",
-            "dtype", "op", "latency_us", "algbw_gbps", "busbw_gbps", "launch_us", "sync_us",
-            "data_us", "reduce_us", "model", "events", "note",
-        )
-    return tuple(COLUMNS)
-
-
-#: Columns of a results table, in order (those of results.csv).
-RESULT_COLUMNS: tuple[str, ...] = _columns()
-INT_COLUMNS: tuple[str, ...] = ("ranks", "size_bytes", "count", "events")
-FLOAT_COLUMNS: tuple[str, ...] = (
-    "latency_us", "algbw_gbps", "busbw_gbps", "launch_us", "sync_us", "data_us", "reduce_us",
-)
-TEXT_COLUMNS: tuple[str, ...] = tuple(c for c in RESULT_COLUMNS if c not in INT_COLUMNS + FLOAT_COLUMNS)
-#: Columns a report needs: all of them (a results file always has every column).
-_REQUIRED = RESULT_COLUMNS
-
-
-def _version_key(text: str) -> tuple[int, ...] | None:
-    parts = str(text).split(".")
-    try:
-        return tuple(int("".join(ch for ch in p if ch.isdigit()) or "x") for p in parts[:2])
-    except ValueError:
-        return None
-
-
-def check_version(version: Any, source: str) -> None:
-    """Refuse results written by a collsim whose major.minor differs from this one."""
-    from collsim import __version__
-
-    if version is None or version == "":
-        raise InputError(
-            "not a collsim results file (no 'collsim_version'); rerun 'collsim run' to produce one",
-            file=source,
-        )
-    theirs, ours = _version_key(str(version)), _version_key(__version__)
-    if theirs is None or theirs != ours:
-        raise InputError(
-            f"results written by collsim {version}, this is collsim {__version__}: "
-            "rerun 'collsim run' with this version",
-            file=source,
-        )
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
-
-
-def check_frame(frame: Any, source: str = "results", *, first_line: int | None = None) -> pd.DataFrame:
-    """Check and normalise a results table; return a clean copy.
-
-    Every column of :data:`RESULT_COLUMNS` must be there; numbers must be
-    numbers (``latency_us`` finite and positive), text columns become
-    strings. Rows without a latency (combinations a model could not cost)
-    are dropped; none left is an error.
-
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-    source : str
-        The file (or description) named in errors.
-    first_line : int, optional
-        Line number of the first row in ``source`` (CSV: 2), for errors.
-    """
-    if not isinstance(frame, pd.DataFrame):
-        raise InputError(f"results must be a pandas DataFrame, not {type(frame).__name__}", file=source)
-    missing = [c for c in _REQUIRED if c not in frame.columns]
-    if missing:
-        raise InputError(
-            f"missing {'column' if len(missing) == 1 else 'columns'} {', '.join(missing)} "
-            "(not a results file of this collsim version?)",
-            file=source,
-        )
-    if len(frame) == 0:
-        raise InputError("no result rows: nothing to report (did the run cost any configuration?)", file=source)
-    out = frame.loc[:, list(RESULT_COLUMNS)].copy().reset_index(drop=True)
-
-    def where(i: int) -> str:
-        return f"line {first_line + i}" if first_line is not None else f"row {i + 1}"
-
-    for col in INT_COLUMNS + FLOAT_COLUMNS:
-        raw = out[col]
-        blank = raw.isna() | (raw.astype(str).str.strip() == "")
-        num = pd.to_numeric(raw.where(~blank, None), errors="coerce")
-        bad = num.isna() & ~blank
-        if bad.any():
-            i = int(bad.to_numpy().nonzero()[0][0])
-            raise InputError(f"{where(i)}: column {col!r} holds {str(raw.iloc[i])!r}, not a number", file=source)
-        out[col] = num
-    # rows a model could not cost carry no latency: leave them out
-    costed = out["latency_us"].notna()
-    dropped = int((~costed).sum())
-    out = out[costed].reset_index(drop=True)
-    if len(out) == 0:
-        raise InputError(
-            f"no costed rows: all {_plural(dropped, 'row')} lack a latency", file=source
-        )
-    for col in INT_COLUMNS:
-        values = out[col]
-        if col in ("ranks", "size_bytes") and values.isna().any():
-            i = int(values.isna().to_numpy().nonzero()[0][0])
-            raise InputError(f"row {i + 1}: column {col!r} is empty", file=source)
-        if (values.dropna() % 1 != 0).any():
-            raise InputError(f"column {col!r} holds non-integer values", file=source)
-        out[col] = values.fillna(0).astype("int64")
-    for col in FLOAT_COLUMNS:
-        out[col] = out[col].astype("float64").fillna(0.0)
-    lat = out["latency_us"]
-    bad = ~(lat.map(math.isfinite)) | (lat <= 0)
-    if bad.any():
-        i = int(bad.to_numpy().nonzero()[0][0])
-        raise InputError(f"row {i + 1}: latency_us must be a positive finite number, not {lat.iloc[i]!r}", file=source)
-    if (out["ranks"] < 1).any() or (out["size_bytes"] < 0).any():
-        raise InputError("ranks must be >= 1 and size_bytes >= 0", file=source)
-    for col in TEXT_COLUMNS:
-        out[col] = out[col].map(lambda v: "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
-    for col in ("protocol", "algorithm"):
-        if (out[col] == "").any():
-            raise InputError(f"column {col!r} has empty values", file=source)
-    key = ["topology", "ranks", "algorithm", "protocol", "launch", "size_bytes"]
-    dup = out.duplicated(subset=key)
-    if dup.any():
-        r = out[dup].iloc[0]
-        raise InputError(
-            f"duplicate rows for {r['protocol']}/{r['algorithm']}, {r['ranks']} ranks, "
-            f"{r['size_bytes']} B, launch {r['launch'] or '-'}",
-            file=source,
-        )
-    out.attrs["dropped_rows"] = dropped
-    return out
-
-
-def _read_json(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
-    source = str(path)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise InputError(f"not valid JSON: {err.msg} (column {err.colno})", file=source, line=err.lineno) from None
-    except UnicodeDecodeError:
-        raise InputError("not a UTF-8 text file", file=source) from None
-    if not isinstance(doc, dict):
-        raise InputError("not a collsim results file (expected a JSON object with 'rows')", file=source)
-    if "rows" not in doc:
-        raise InputError("not a collsim results file (no 'rows')", file=source)
-    check_version(doc.get("collsim_version"), source)
-    columns = doc.get("columns")
-    if columns is not None and list(columns) != list(RESULT_COLUMNS):
-        missing = [c for c in RESULT_COLUMNS if c not in columns]
-        extra = [c for c in columns if c not in RESULT_COLUMNS]
-        what = []
-        if missing:
-            what.append("missing " + ", ".join(missing))
-        if extra:
-            what.append("unexpected " + ", ".join(extra))
-        raise InputError(
-            "its columns differ from this collsim's (" + ("; ".join(what) or "different order") + ")",
-            file=source,
-        )
-    rows = doc["rows"]
-    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-        raise InputError("'rows' must be a list of objects", file=source)
-    if not rows:
-        raise InputError("no result rows: nothing to report (did the run cost any configuration?)", file=source)
-    frame = pd.DataFrame(rows)
-    meta = {k: v for k, v in doc.items() if k != "rows"}
-    return frame, meta
-
-
-def _read_csv(path: Path) -> pd.DataFrame:
-    source = str(path)
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[], encoding="utf-8")
-    except pd.errors.EmptyDataError:
-        raise InputError("empty file: no header and no result rows", file=source) from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as err:
-        raise InputError(f"not a readable CSV ({' '.join(str(err).split())})", file=source) from None
-    extra = [c for c in frame.columns if c not in RESULT_COLUMNS]
-    missing = [c for c in RESULT_COLUMNS if c not in frame.columns]
-    if missing or extra:
-        parts = []
-        if missing:
-            parts.append(f"missing {'column' if len(missing) == 1 else 'columns'} {', '.join(missing)}")
-        if extra:
-            parts.append(f"unexpected {'column' if len(extra) == 1 else 'columns'} {', '.join(extra)}")
-        raise InputError(
-            "; ".join(parts) + " (a results file of another collsim version?)", file=source
-        )
-    return frame
-
-
-def _infer_meta(path: Path, frame: pd.DataFrame) -> dict[str, Any]:
-    from collsim import __version__
-
-    models = sorted(set(frame["model"].astype(str)) - {""})
-    topologies = sorted(set(frame["topology"].astype(str)) - {""})
-    gpus = sorted(set(frame["gpu"].astype(str)) - {""})
-    name = path.parent.name or path.stem
-    return {
-        "collsim_version": __version__,
-        "scenario": {"name": name, "topology": topologies[0] if len(topologies) == 1 else None},
-        "topology": {
-            "name": ", ".join(topologies),
-            "summary": {"gpu_model": ", ".join(gpus)} if gpus else None,
-        },
-        "model": ", ".join(models),
-        "costs": {},
-    }
-
-
-def load_results(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Read a results file written by ``collsim run``; return ``(frame, meta)``.
-
-    Parameters
-    ----------
-    path : str or Path
-        ``results.csv`` or ``results.json``.
-
-    Returns
-    -------
-    frame : pandas.DataFrame
-        The costed rows, columns :data:`RESULT_COLUMNS`, numbers as numbers.
-    meta : dict
-        The metadata (see the module docstring); ``meta["results_file"]`` is
-        ``path`` as given.
-
-    Raises
-    ------
-    InputError
-        The file is missing, not a results file, from another collsim
-        version, lacks columns, holds bad values or no rows.
-    """
-    p = Path(path)
-    source = str(path)
-    if not p.exists():
-        raise InputError("no such file", file=source)
-    if p.is_dir():
-        raise InputError("is a directory; give results.csv or results.json", file=source)
-    suffix = p.suffix.lower()
-    if suffix == ".json":
-        frame, meta = _read_json(p)
-        first_line = None
-    elif suffix == ".csv":
-        frame = _read_csv(p)
-        first_line = 2
-        meta = None
-        sibling = p.with_suffix(".json")
-        if sibling.exists():
-            try:
-                _, meta = _read_json(sibling)
-            except InputError:
-                meta = None
-        if meta is None:
-            meta = _infer_meta(p, frame)
-    else:
-        raise InputError(f"unknown results format {p.suffix or '(no suffix)'!r}", file=source, choices=[".csv", ".json"])
-    clean = check_frame(frame, source, first_line=first_line)
-    meta = dict(meta)
-    meta["results_file"] = source
-    if clean.attrs.get("dropped_rows"):
-        meta["dropped_rows"] = clean.attrs["dropped_rows"]
-    return clean, meta
 
 
 # ---------------------------------------------------------------------------
@@ -347,8 +66,6 @@ def _check_events(events: Any, where: str, source: str) -> list[dict[str, Any]]:
 
 
 def _config_title(cfg: Mapping[str, Any]) -> str:
-    from collsim.units import format_size
-
     parts = []
     if cfg.get("protocol") or cfg.get("algorithm"):
         parts.append(" ".join(str(cfg[k]) for k in ("protocol", "algorithm") if cfg.get(k)))
@@ -407,7 +124,7 @@ def _cex_text(cex: Any) -> str:
     """A counterexample as readable text: the verifier's own timeline rendering when it is one of its."""
     if isinstance(cex, Mapping) and "steps" in cex and "reason" in cex:
         try:
-            from collsim.verify.report import Counterexample
+            from collsim.verify.report import Counterexample  # lazy: start-up (z3)
 
             return Counterexample.from_json(dict(cex)).render()
         except Exception:  # noqa: BLE001 - fall back to the raw data

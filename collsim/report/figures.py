@@ -12,6 +12,7 @@ than building the figure); ``plotly.graph_objects.Figure(fig)`` validates one
 """
 from __future__ import annotations
 
+import colorsys
 import math
 from functools import cached_property, lru_cache
 from collections.abc import Mapping, Sequence
@@ -20,11 +21,17 @@ from typing import Any
 
 import pandas as pd
 
+from collsim.tune.ties import DEFAULT_TOLERANCE_PCT, rank_choices
+from collsim.report.data import normalize_measured
+from collsim.units import format_size
+from collsim.algorithms import ALGORITHMS
+
 Figure = dict  # {"data": [trace dicts], "layout": {...}}
 
 __all__ = [
     "Figure",
     "PROTOCOL_COLORS",
+    "UNMODELLED_COLOR",
     "COMPONENTS",
     "DEFAULT_SIZES",
     "ReportData",
@@ -33,24 +40,37 @@ __all__ = [
     "latency_vs_size",
     "latency_vs_ranks",
     "winner_map",
+    "TIE_COLOR",
     "breakdown",
     "timeline_gantt",
     "busbw_vs_size",
+    "log_ticks",
 ]
 
-#: Fixed colours of the protocols collsim ships, so every report agrees.
+#: Fixed colours of the protocols collsim ships (every one in collsim.ir.registry.list_protocols(): a test
+#: checks), so every report agrees.
 PROTOCOL_COLORS: dict[str, str] = {
     "simple": "#1f77b4",
     "ll": "#d62728",
     "ll128": "#2ca02c",
-    "ll128-atomic": "#9467bd",
+    "atomic-counter": "#9467bd",
+    "ll128-atomic": "#6a3d9a",
+    "ll128-atomic-nvls": "#cab2d6",
     "sentinel": "#ff7f0e",
     "barrier": "#8c564b",
+    "signal-pad": "#c49c94",
+    "nvls": "#1b9e77",
+    "nvls-poison": "#66c2a5",
 }
-#: Colours for any other protocol (mutants, user protocols), in name order.
+#: Colours for any other protocol (mutants, user protocols), in name order; more are derived (:func:`_extra_color`).
 _EXTRA_COLORS = ("#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173")
-_PROTOCOL_ORDER = ("barrier", "simple", "ll", "ll128", "ll128-atomic", "sentinel")
-_ALGORITHM_ORDER = ("one-shot", "two-shot", "ring")
+#: Report order of the shipped protocols (the others follow in name order; a test checks it names them all).
+_PROTOCOL_ORDER = ("barrier", "signal-pad", "simple", "ll", "ll128", "atomic-counter", "ll128-atomic",
+                   "ll128-atomic-nvls", "sentinel", "nvls", "nvls-poison")
+#: Report order of the algorithms: the order collsim.algorithms declares them in.
+_ALGORITHM_ORDER = ALGORITHMS
+#: Colour of measured points whose protocol has no modelled series in the report.
+UNMODELLED_COLOR = "#111111"
 _DASHES = {"one-shot": "solid", "two-shot": "dash", "ring": "dot"}
 _EXTRA_DASHES = ("dashdot", "longdash", "longdashdot")
 _SYMBOLS = {"one-shot": "circle", "two-shot": "square", "ring": "diamond"}
@@ -87,8 +107,6 @@ _MENU_STYLE = dict(bgcolor="#f4f6f8", bordercolor="#9aa5b1", borderwidth=1, font
 @lru_cache(maxsize=4096)
 def size_label(nbytes: int) -> str:
     """``8 B``, ``4 KiB``, ``64 MiB`` (exact, see :func:`collsim.units.format_size`)."""
-    from collsim.units import format_size
-
     text = format_size(int(nbytes))
     i = len(text.rstrip("KMGTPEiB"))
     return f"{text[:i]} {text[i:]}"
@@ -101,15 +119,45 @@ def _sort_key(order: Sequence[str]):
     return key
 
 
+def _extra_color(i: int) -> str:
+    """The colour of the ``i``-th other protocol: :data:`_EXTRA_COLORS`, then hues a golden angle apart."""
+    if i < len(_EXTRA_COLORS):
+        return _EXTRA_COLORS[i]
+    hue = ((i - len(_EXTRA_COLORS)) * 137.508 + 200.0) % 360.0 / 360.0
+    lightness = (0.42, 0.56, 0.34)[(i - len(_EXTRA_COLORS)) % 3]
+    r, g, b = colorsys.hls_to_rgb(hue, lightness, 0.62)
+    return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
+
+
 def protocol_colors(protocols: Sequence[str]) -> dict[str, str]:
-    """A colour per protocol: fixed for known ones, then :data:`_EXTRA_COLORS` in name order."""
+    """A colour per protocol, the same for the same protocols whatever their order, never one colour twice.
+
+    Shipped protocols have their :data:`PROTOCOL_COLORS`; the others get
+    :func:`_extra_color` in name order.
+
+    Examples
+    --------
+    >>> c = protocol_colors(["ll", "mine", "theirs"])
+    >>> c["ll"] == PROTOCOL_COLORS["ll"], c["mine"], c["theirs"]
+    (True, '#e377c2', '#17becf')
+    >>> len(set(protocol_colors([f"p{i}" for i in range(40)]).values()))
+    40
+    """
     out = {}
     extra = sorted(p for p in set(protocols) if p not in PROTOCOL_COLORS)
     for p in protocols:
         if p in PROTOCOL_COLORS:
             out[p] = PROTOCOL_COLORS[p]
-    for i, p in enumerate(extra):
-        out[p] = _EXTRA_COLORS[i % len(_EXTRA_COLORS)]
+    used = set(out.values())
+    i = 0
+    for p in extra:
+        color = _extra_color(i)
+        while color in used:
+            i += 1
+            color = _extra_color(i)
+        out[p] = color
+        used.add(color)
+        i += 1
     return out
 
 
@@ -146,10 +194,10 @@ class ReportData:
     frame: pd.DataFrame
     meta: Mapping[str, Any] = field(default_factory=dict)
     measured: pd.DataFrame | None = None
+    #: choices within this percentage of the fastest tie in the winner map (:mod:`collsim.tune.ties`)
+    tolerance_pct: float = DEFAULT_TOLERANCE_PCT
 
     def __post_init__(self) -> None:
-        from collsim.report.data import normalize_measured
-
         self.measured = normalize_measured(self.measured)
         f = self.frame
         self.protocols = sorted(set(f["protocol"]), key=_sort_key(_PROTOCOL_ORDER))
@@ -218,9 +266,15 @@ class ReportData:
         return min(sizes, key=lambda s: (abs(math.log2(max(s, 1)) - math.log2(max(target, 1))), s))
 
     def size_ticks(self, max_ticks: int = 12) -> tuple[list[int], list[str]]:
+        """At most ``max_ticks`` run sizes to label, evenly spaced and always ending at the largest one.
+
+        >>> d = ReportData(_tiny_frame([8 << (2 * i) for i in range(13)]))
+        >>> d.size_ticks(max_ticks=6)[1]
+        ['8 B', '512 B', '32 KiB', '2 MiB', '128 MiB']
+        """
         sizes = [s for s in self.sizes if s > 0]
         step = max(1, math.ceil(len(sizes) / max_ticks))
-        vals = sizes[::step]
+        vals = sizes[::-1][::step][::-1]  # from the largest down: the axis ends on a labelled size
         return vals, [size_label(s) for s in vals]
 
     def measured_groups(self) -> list[tuple[str, str, str]]:
@@ -238,6 +292,52 @@ class ReportData:
         if len(self.launches) > 1:
             sub = sub[(sub["launch"] == "") | (sub["launch"] == view.launch)]
         return sub.sort_values("size_bytes")
+
+
+def _tiny_frame(sizes: Sequence[int]) -> pd.DataFrame:
+    """A one-series results frame at ``sizes`` (for the examples)."""
+    return pd.DataFrame([{"topology": "t", "ranks": 2, "launch": "graph", "protocol": "ll", "algorithm": "ring",
+                          "size_bytes": s, "latency_us": 1.0} for s in sizes])
+
+
+def _tick_text(value: float) -> str:
+    """``1000``, ``10``, ``0.1``: a log-axis label written out, no exponent, no trailing zeros."""
+    return f"{value:.6f}".rstrip("0").rstrip(".") if value < 1 else f"{value:.0f}"
+
+
+def log_ticks(values: Any) -> tuple[list[float], list[str]]:
+    """Labels for a log axis over ``values``: the decades only (1, 10, 100, ...), or, when fewer than two
+    decades fall inside the data, 1-2-5 steps, so an axis is never unlabelled nor cluttered with the minor
+    digits plotly prints between decades.
+
+    >>> log_ticks([3.2, 1800.0])
+    ([1.0, 10.0, 100.0, 1000.0, 10000.0], ['1', '10', '100', '1000', '10000'])
+    >>> log_ticks([3.0, 8.0])[1]
+    ['2', '5', '10']
+    """
+    finite = [float(v) for v in values if v is not None and math.isfinite(float(v)) and float(v) > 0]
+    if not finite:
+        return [], []
+    lo, hi = min(finite), max(finite)
+    k0, k1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    decades = [10.0 ** k for k in range(k0, k1 + 1)]
+    inside = [d for d in decades if lo <= d <= hi]
+    if len(inside) >= 2:
+        return decades, [_tick_text(d) for d in decades]
+    steps = [m * 10.0 ** k for k in range(k0, k1 + 1) for m in (1, 2, 5)]
+    below = max(v for v in steps if v <= lo)
+    above = min(v for v in steps if v >= hi)
+    vals = [v for v in steps if below <= v <= above]
+    return vals, [_tick_text(v) for v in vals]
+
+
+def _log_axis(values: Any, **kw: Any) -> dict[str, Any]:
+    """A log axis labelled by :func:`log_ticks`."""
+    tickvals, ticktext = log_ticks(values)
+    axis = dict(type="log", **kw)
+    if tickvals:
+        axis.update(tickmode="array", tickvals=tickvals, ticktext=ticktext)
+    return axis
 
 
 def _base_layout(title: str, **kw: Any) -> dict[str, Any]:
@@ -315,7 +415,7 @@ def _by_size(data: ReportData, ycol: str, title: str, ytitle: str, *, limit: Map
         launches = sorted(set(data.measured_points(view0, key)["launch"]) - {""})
         bits = [x for x in (p, a) if x] + launches
         name = f"measured: {label}" + (f" ({', '.join(bits)})" if bits else "")
-        color = data.colors.get(p, "#111111")
+        color = data.colors.get(p, UNMODELLED_COLOR)
         traces.append(
             dict(
                 type="scatter", x=xs, y=ys, customdata=cd, mode="markers", name=name, legendgroup="measured",
@@ -337,7 +437,7 @@ def _by_size(data: ReportData, ycol: str, title: str, ytitle: str, *, limit: Map
     layout = _base_layout(
         title,
         xaxis=dict(title=dict(text="message size per rank (bytes, log scale)"), type="log", tickvals=tickvals, ticktext=ticktext),
-        yaxis=dict(title=dict(text=ytitle), type="log", exponentformat="none"),
+        yaxis=_log_axis(list(data.frame[ycol]) + list(limit.values() if limit else []), title=dict(text=ytitle)),
         height=560,
     )
     if len(data.views) > 1:
@@ -452,8 +552,8 @@ def latency_vs_ranks(data: ReportData, sizes: Sequence[int] = DEFAULT_SIZES) -> 
         suffix = "" if col == 1 else str(col)
         layout[f"xaxis{suffix}"] = dict(domain=dom, anchor=f"y{suffix}", title=dict(text="ranks (GPUs)"),
                                         tickvals=ticks, tickangle=0, type=xtype)
-        layout[f"yaxis{suffix}"] = dict(anchor=f"x{suffix}", type="log", exponentformat="none",
-                                        title=dict(text="latency (µs, log scale)" if col == 1 else ""))
+        layout[f"yaxis{suffix}"] = _log_axis(f.loc[f["size_bytes"] == s, "latency_us"], anchor=f"x{suffix}",
+                                             title=dict(text="latency (µs, log scale)" if col == 1 else ""))
         annotations.append(dict(text=f"size {size_label(s)}", x=(dom[0] + dom[1]) / 2, y=1.0, xref="paper", yref="paper",
                                 xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=15)))
     layout["annotations"] = annotations
@@ -487,57 +587,81 @@ def _algo_shade(color: str, algorithm: str, algorithms: Sequence[str]) -> str:
     return [color, _mix(color, "#ffffff", 0.45), _mix(color, "#000000", 0.35), _mix(color, "#ffffff", 0.7)][i % 4]
 
 
+#: Colour of a winner-map cell where choices tie (grey: no protocol colour claims it).
+TIE_COLOR = "#d5d9e0"
+
+
 def winner_map(data: ReportData) -> Figure:
-    """For each (rank count, size), the fastest protocol × algorithm; hover gives the runner-up margin."""
+    """For each (rank count, size), the fastest protocol × algorithm, or a tie; hover gives the margins.
+
+    Choices within ``data.tolerance_pct`` of the fastest tie
+    (:func:`collsim.tune.ties.rank_choices`, the rule of ``collsim tune``'s
+    files): a tie cell is grey and lists the tied choices on hover, with how
+    much slower the next choice is.
+    """
     views, sizes = data.views, data.sizes
-    winners: list[list[tuple[str, str] | None]] = []
+    tol = data.tolerance_pct
+    winners: list[list[tuple[str, str] | str | None]] = []
     hovers: list[list[str]] = []
+    texts: list[list[str]] = []
     for v in views:
-        wrow, hrow = [], []
+        wrow, hrow, trow = [], [], []
         for s in sizes:
             cands = []
             for p, a in data.series:
                 r = data.row(v, p, a, s)
                 if r is not None:
-                    cands.append((float(r.latency_us), p, a))
-            cands.sort()
+                    cands.append(((p, a), float(r.latency_us)))
             if not cands:
-                wrow.append(None)
+                wrow.append(None), trow.append("")
                 hrow.append(f"{v.label}, {size_label(s)}: no result")
                 continue
-            lat, p, a = cands[0]
-            wrow.append((p, a))
-            text = f"<b>{v.label}, {size_label(s)}</b><br>fastest: {p} · {a}, {lat:.3f} µs"
-            if len(cands) > 1:
-                lat2, p2, a2 = cands[1]
-                text += (f"<br>runner-up: {p2} · {a2}, {lat2:.3f} µs<br>margin: +{lat2 - lat:.3f} µs "
+            o = rank_choices(cands, tol)
+            head = f"<b>{v.label}, {size_label(s)}</b>"
+            if o.is_tie:
+                wrow.append("tie")
+                trow.append(f"tie<br>×{len(o.tied)}")
+                tied = "<br>".join(f"  {p} · {a}, {lat:.3f} µs" for (p, a), lat in o.ranked[: len(o.tied)])
+                text = f"{head}<br>tie within {tol:g}%:<br>{tied}"
+            else:
+                p, a = o.best  # type: ignore[misc]
+                wrow.append((p, a))
+                trow.append(f"{p}<br>{_ALGO_SHORT.get(a, a)}")
+                text = f"{head}<br>fastest: {p} · {a}, {o.best_latency:.3f} µs"
+            if o.runner_up is not None:
+                p2, a2 = o.runner_up  # type: ignore[misc]
+                lat, lat2 = o.best_latency, o.runner_up_latency
+                label = "runner-up" if not o.is_tie else "next"
+                text += (f"<br>{label}: {p2} · {a2}, {lat2:.3f} µs<br>margin: +{lat2 - lat:.3f} µs "
                          f"(+{(lat2 - lat) / lat * 100:.1f}%)")
             else:
                 text += "<br>no runner-up"
             hrow.append(text)
         winners.append(wrow)
         hovers.append(hrow)
+        texts.append(trow)
     won = [s for s in data.series if any(s in row for row in winners)]
-    index = {s: i for i, s in enumerate(won)}
-    k = max(len(won), 1)
+    cats: list[tuple[str, str] | str] = list(won) + (["tie"] if any("tie" in row for row in winners) else [])
+    index = {s: i for i, s in enumerate(cats)}
+    k = max(len(cats), 1)
     colorscale = []
-    for i, (p, a) in enumerate(won):
-        c = _algo_shade(data.colors[p], a, data.algorithms)
-        colorscale += [[i / k, c], [(i + 1) / k, c]]
+    for i, c in enumerate(cats):
+        color = TIE_COLOR if c == "tie" else _algo_shade(data.colors[c[0]], c[1], data.algorithms)
+        colorscale += [[i / k, color], [(i + 1) / k, color]]
     if not colorscale:
         colorscale = [[0, "#ffffff"], [1, "#ffffff"]]
     z = [[index[w] if w is not None else None for w in row] for row in winners]
-    text = [[(f"{w[0]}<br>{_ALGO_SHORT.get(w[1], w[1])}" if w is not None else "") for w in row] for row in winners]
+    ticktext = [f"tie (within {tol:g}%)" if c == "tie" else data.series_name(*c) for c in cats]
     heat = dict(
             type="heatmap", z=z, x=[size_label(s) for s in sizes], y=[v.label for v in views], zmin=-0.5, zmax=k - 0.5,
             colorscale=colorscale,
-            text=text, texttemplate="%{text}", textfont=dict(size=10), customdata=hovers,
+            text=texts, texttemplate="%{text}", textfont=dict(size=10), customdata=hovers,
             hovertemplate="%{customdata}<extra></extra>", xgap=2, ygap=2, name="fastest",
-            colorbar=dict(title=dict(text="fastest"), tickvals=list(range(len(won))),
-                          ticktext=[data.series_name(p, a) for p, a in won], len=1.0, y=0.5, thickness=18),
+            colorbar=dict(title=dict(text="fastest"), tickvals=list(range(len(cats))),
+                          ticktext=ticktext, len=1.0, y=0.5, thickness=18),
     )
     return {"data": [heat], "layout": _base_layout(
-            "Fastest protocol · algorithm per rank count and message size",
+            f"Fastest protocol · algorithm per rank count and message size (ties within {tol:g}%)",
             xaxis=dict(title=dict(text="message size per rank"), type="category", tickangle=-45),
             yaxis=dict(title=dict(text="ranks"), type="category", autorange="reversed"),
             height=max(330, 150 + 62 * len(views)),
@@ -555,17 +679,20 @@ def _contrast(hex_color: str) -> str:
 
 
 def breakdown(data: ReportData, size: int = BREAKDOWN_SIZE) -> Figure:
-    """Stacked launch / synchronization / data / reduce per protocol × algorithm.
+    """Stacked launch / synchronization / data / reduce per protocol × algorithm, each bar its own latency.
 
-    A dropdown picks the rank count; a slider per rank count picks the size
-    (the dropdown shows that rank count's slider).
+    Every bar is normalised to its protocol's latency (``barnorm="percent"``: segments are shares), with the
+    latency itself written above it, so a 3 µs protocol is as readable as a 900 µs one beside it (on one
+    linear axis the slowest bar would flatten every other). Traces hold the components in µs (hover shows
+    both). A dropdown picks the rank count; a slider per rank count picks the size (the dropdown shows that
+    rank count's slider).
     """
     views, sizes = data.views, data.sizes
     cats = [f"{p}<br>{a}" for p, a in data.series]
     default_size = data.nearest_size(size)
     s0 = sizes.index(default_size)
 
-    def values(view: View, s: int) -> tuple[list[list], list[list], list[list]]:
+    def values(view: View, s: int) -> tuple[list[list], list[list], list[list], list[str]]:
         ys, cds, texts = [], [], []
         rows = [data.row(view, p, a, s) for p, a in data.series]
         for col, _, _ in COMPONENTS:
@@ -581,10 +708,17 @@ def breakdown(data: ReportData, size: int = BREAKDOWN_SIZE) -> Figure:
                 cd.append([size_label(s), _r(share * 100, 1), _r(total, 3)])
                 tx.append(f"{share * 100:.0f}%" if share >= 0.08 else "")
             ys.append(y), cds.append(cd), texts.append(tx)
-        return ys, cds, texts
+        totals = ["" if r is None else f"{float(r.latency_us):.{2 if float(r.latency_us) < 100 else 0}f} µs"
+                  for r in rows]
+        return ys, cds, texts, totals
+
+    def restyle(y: list[list], cd: list[list], tx: list[list], totals: list[str]) -> dict[str, Any]:
+        """New values for the component traces and the latency labels above the bars (the last trace)."""
+        return {"y": [*y, [100.0] * len(cats)], "customdata": [*cd, [[t] for t in totals]],
+                "text": [*tx, totals]}
 
     view0 = views[data.default_view]
-    ys, cds, texts = values(view0, default_size)
+    ys, cds, texts, totals = values(view0, default_size)
     traces: list[dict[str, Any]] = []
     hover = ("<b>%{x}</b><br>%{fullData.name}: %{y:.3f} µs (%{customdata[1]:.1f}% of %{customdata[2]:.3f} µs)"
              "<br>size %{customdata[0]}<extra></extra>")
@@ -597,12 +731,15 @@ def breakdown(data: ReportData, size: int = BREAKDOWN_SIZE) -> Figure:
                 insidetextanchor="middle", textfont=dict(color=_contrast(color), size=11),
             )
         )
+    # each bar's latency, written above it (at 100 % of the normalised axis)
+    traces.append(dict(type="scatter", mode="text", x=cats, y=[100.0] * len(cats), text=totals,
+                       customdata=[[t] for t in totals], textposition="top center", name="latency",
+                       textfont=dict(size=12, color="#1f2933"), showlegend=False, hoverinfo="skip", cliponaxis=False))
     sliders, buttons = [], []
     for vi, view in enumerate(views):
         steps = []
         for s in sizes:
-            y, cd, tx = values(view, s)
-            steps.append(dict(label=size_label(s), method="restyle", args=[{"y": y, "customdata": cd, "text": tx}]))
+            steps.append(dict(label=size_label(s), method="restyle", args=[restyle(*values(view, s))]))
         sliders.append(
             dict(
                 active=s0, steps=steps, visible=vi == data.default_view, x=0.0, len=1.0, y=-0.07, yanchor="top",
@@ -610,15 +747,17 @@ def breakdown(data: ReportData, size: int = BREAKDOWN_SIZE) -> Figure:
                 font=dict(size=10), name=f"size-{vi}",
             )
         )
-        y, cd, tx = values(view, default_size)
         relayout: dict[str, Any] = {f"sliders[{j}].visible": j == vi for j in range(len(views))}
         relayout[f"sliders[{vi}].active"] = s0
-        buttons.append(dict(label=view.label, method="update", args=[{"y": y, "customdata": cd, "text": tx}, relayout]))
+        buttons.append(dict(label=view.label, method="update",
+                            args=[restyle(*values(view, default_size)), relayout]))
     layout = _base_layout(
-        "Where the time goes: launch, synchronization, data movement, reduce",
+        "Where the time goes: launch, synchronization, data movement, reduce (each bar: its own latency)",
         barmode="stack",
+        barnorm="percent",
         xaxis=dict(title=dict(text="protocol · algorithm"), type="category"),
-        yaxis=dict(title=dict(text="time (µs)")),
+        yaxis=dict(title=dict(text="share of the latency (%)"), range=[0, 112], tickvals=[0, 25, 50, 75, 100],
+                   ticksuffix="%"),
         height=620,
         sliders=sliders,
         margin=dict(l=70, r=30, t=110, b=170),
@@ -756,7 +895,12 @@ def timeline_gantt(configs: Sequence[Mapping[str, Any]]) -> Figure:
         for i in visible_sets[ci]:
             vis[i] = True
         buttons.append(dict(label=c["title"], method="update", args=[{"visible": vis}, {"title.text": f"Timeline: {c['title']}"}]))
-    ranks = [f"rank {r}" for r in range(max_rank + 1)]
+    # the ranks each configuration shows (a large run shows some of them: collsim.report.timelines)
+    shown = [sorted({int(ev["rank"]) for ev in c["events"]}) for c in configs]
+    for ci, c in enumerate(configs):
+        buttons[ci]["args"][1]["yaxis.categoryarray"] = [f"rank {r}" for r in shown[ci]]
+    ranks = [f"rank {r}" for r in shown[0]]
+    max_rank = max(len(r) for r in shown) - 1
     layout = _base_layout(
         f"Timeline: {configs[0]['title']}",
         barmode="overlay",

@@ -6,9 +6,11 @@ Output is deterministic: fixed div ids, sorted inputs, no clock.
 """
 from __future__ import annotations
 
+import base64
 import html
 import os
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,17 +20,16 @@ import pandas as pd
 
 from collsim.atomicfile import atomic_write_text
 from collsim.report import figures as F
-from collsim.report.data import (
-    FLOAT_COLUMNS,
-    INT_COLUMNS,
-    RESULT_COLUMNS,
-    check_frame,
-    normalize_measured,
-    normalize_timelines,
-    normalize_verification,
-)
+from collsim.report.protocol_facts import protocol_rows
+from collsim.report.summary import approx_size, summarize, verdict_class, verdict_lines
+from collsim.report.data import normalize_measured, normalize_timelines, normalize_verification
+from collsim.errors import InputError
+from collsim.tune import DEFAULT_TOLERANCE_PCT, build_config, build_table, from_results, result_groups
+from collsim.tune.files import default_names
+from collsim.resultsfile import COLUMNS, FLOAT_COLUMNS, FLOAT_FORMAT, INT_COLUMNS, check_frame
+from collsim.version import __version__
 
-__all__ = ["FIGURE_IDS", "build_report", "write_report"]
+__all__ = ["FIGURE_IDS", "build_report", "write_report", "figure_html", "page_templates"]
 
 #: The div id of each figure (fixed, so reports are byte-identical and testable).
 FIGURE_IDS: dict[str, str] = {
@@ -48,16 +49,8 @@ _PLOT_CONFIG = {
 }
 
 
-def _float_formats() -> dict[str, str]:
-    try:
-        from collsim.results import FLOAT_FORMAT
-
-        return dict(FLOAT_FORMAT)
-    except ImportError:  # pragma: no cover
-        return {c: "{:.3f}" for c in FLOAT_COLUMNS}
-
-
-def _fig_html(fig: Any, div_id: str, first: bool) -> str:
+def figure_html(fig: Any, div_id: str, first: bool) -> str:
+    """One figure as an HTML fragment (``first``: with plotly.js inline); the review page uses it too."""
     config = dict(_PLOT_CONFIG)
     config["toImageButtonOptions"] = dict(config["toImageButtonOptions"], filename=div_id)
     import plotly.io as pio
@@ -106,8 +99,6 @@ def _flatten(d: Any, prefix: str = "") -> list[tuple[str, str]]:
 
 
 def _header(frame: pd.DataFrame, meta: Mapping[str, Any], data: F.ReportData) -> dict[str, Any]:
-    from collsim import __version__
-
     scen = _scenario(meta)
     topo = meta.get("topology") if isinstance(meta.get("topology"), Mapping) else {}
     summary = topo.get("summary") if isinstance(topo.get("summary"), Mapping) else {}
@@ -138,7 +129,8 @@ def _header(frame: pd.DataFrame, meta: Mapping[str, Any], data: F.ReportData) ->
         facts.append(("routing", str(summary["routing"])))
     model = meta.get("model") or ", ".join(sorted(set(frame["model"]) - {""}))
     costs = meta.get("costs") if meta.get("costs") is not None else scen.get("costs")
-    date = meta.get("date") or scen.get("date")
+    run_meta = meta.get("run") if isinstance(meta.get("run"), Mapping) else {}
+    date = run_meta.get("date") or meta.get("date") or scen.get("date")
     version = meta.get("collsim_version") or "unknown"
     run = [
         ("ranks", ", ".join(str(r) for r in data.ranks)),
@@ -182,8 +174,8 @@ def _header(frame: pd.DataFrame, meta: Mapping[str, Any], data: F.ReportData) ->
 
 
 def _table(frame: pd.DataFrame) -> dict[str, Any]:
-    fmts = _float_formats()
-    cols = list(RESULT_COLUMNS)
+    fmts = dict(FLOAT_FORMAT)
+    cols = list(COLUMNS)
     kinds = ["num" if c in INT_COLUMNS or c in FLOAT_COLUMNS else "text" for c in cols]
     from markupsafe import Markup
 
@@ -204,12 +196,6 @@ def _table(frame: pd.DataFrame) -> dict[str, Any]:
     return {"columns": list(zip(cols, kinds)), "count": len(lines), "body": Markup("\n".join(lines) + "\n")}
 
 
-_VERDICT_CLASS = (
-    (re.compile(r"^(verified|proved|proven|pass(ed)?|ok|correct|safe|holds)\b", re.I), "ok"),
-    (re.compile(r"(counterexample|fail|unsafe|violat|incorrect|bug|race|broken)", re.I), "bad"),
-)
-
-
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
 
@@ -218,11 +204,7 @@ def _verification(items: list[dict[str, Any]]) -> dict[str, Any]:
     rows, cexs = [], []
     used: set[str] = set()
     for v in items:
-        cls = "unknown"
-        for pattern, name in _VERDICT_CLASS:
-            if pattern.search(v["verdict"]):
-                cls = name
-                break
+        cls = verdict_class(v["verdict"])
         links = []
         base = f"cex-{_slug(v['protocol'])}" + (f"-{_slug(v['variant'])}" if v["variant"] else "")
         for i, c in enumerate(v["counterexamples"]):
@@ -254,8 +236,105 @@ def _measured_summary(measured: pd.DataFrame | None) -> list[dict[str, Any]]:
     return out
 
 
+def _data_uri(text: str, mime: str) -> str:
+    return f"data:{mime};charset=utf-8;base64," + base64.b64encode(text.encode("utf-8")).decode("ascii")
+
+
+@dataclass
+class _Group:
+    """One (topology, launch) of the results: its timings, decision table and names."""
+
+    topology: str
+    launch: str
+    label: str
+    names: dict[str, str]
+    timings: Any
+    table: Any
+
+
+def _groups(frame: pd.DataFrame, meta: Mapping[str, Any], tolerance_pct: float) -> list[_Group]:
+    """The decision table of each (topology, launch): what ``collsim tune RESULTS`` writes, and what the
+    summary reads (one tie rule, one set of ranges)."""
+    groups = result_groups(frame)
+    several_topologies = len({t for t, _ in groups}) > 1
+    out = []
+    for topology, launch in groups:
+        sub = frame[(frame["topology"] == topology) & (frame["launch"] == launch)]
+        timings = from_results(sub, meta, launch=launch or None)
+        qualifier = ".".join(x for x in ((topology if several_topologies else ""), (launch if len(groups) > 1 else "")) if x)
+        label = " · ".join(x for x in ((topology if several_topologies else ""), (f"{launch} launch" if len(groups) > 1 else "")) if x)
+        out.append(_Group(topology, launch, label, default_names(qualifier), timings, build_table(timings, tolerance_pct)))
+    return out
+
+
+def _downloads(groups: list[_Group], tolerance_pct: float) -> list[dict[str, Any]]:
+    """The NCCL tuner config and decision table of each (topology, launch), as ``data:`` links.
+
+    They are what ``collsim tune RESULTS`` writes (same tie rule, same
+    ranges), embedded so the page stays one self-contained file.
+    """
+    out = []
+    for g in groups:
+        names = g.names
+        links, missing = [], ""
+        try:
+            config = build_config(g.timings, tolerance_pct)
+        except InputError as err:
+            missing = err.message
+        else:
+            links.append({"name": names["config"], "title": "NCCL tuner config", "href": _data_uri(config.text(), "text/plain")})
+        links.append({"name": names["markdown"], "title": "decision table (Markdown)",
+                      "href": _data_uri(g.table.to_markdown(), "text/markdown")})
+        links.append({"name": names["json"], "title": "decision table (JSON)",
+                      "href": _data_uri(g.table.to_json(), "application/json")})
+        out.append({"label": g.label, "links": links, "missing": missing})
+    return out
+
+
+def _summary(groups: list[_Group], data: F.ReportData, verdicts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The first screen (:mod:`collsim.report.summary`): bands per rank count, crossovers, verdict lines."""
+    out_groups = []
+    for g in summarize([(grp.label, grp.launch, grp.table) for grp in groups]):
+        rows = []
+        for row in g.rows:
+            bands = []
+            for i, b in enumerate(row.bands):
+                names = [f"{p} · {a}" for p, a in b.choices]
+                bands.append({
+                    "choice": " / ".join(names), "tie": b.tie,
+                    "color": F.TIE_COLOR if b.tie else data.colors.get(b.choices[0][0], F.UNMODELLED_COLOR),
+                    "choice_keys": "|".join(f"{p}/{a}" for p, a in b.choices),
+                    "sizes": F.size_label(b.first_size) if b.first_size == b.last_size
+                    else f"{F.size_label(b.first_size)} – {F.size_label(b.last_size)}",
+                    "first_size": b.first_size, "last_size": b.last_size,
+                    "first_latency": FLOAT_FORMAT["latency_us"].format(b.first_latency),
+                    "last_latency": FLOAT_FORMAT["latency_us"].format(b.last_latency),
+                    "latency": _latency_span(b.first_latency, b.last_latency),
+                    "margin": "" if b.margin_pct is None or b.tie else f"+{b.margin_pct:.0f}% over "
+                              f"{b.runner_up[0]} · {b.runner_up[1]}" if b.runner_up else "",
+                    # where the next band takes over (None for the last)
+                    "next_from": approx_size(b.max_bytes + 1) if i + 1 < len(row.bands) else None,
+                    "next_from_bytes": b.max_bytes + 1, "rule": row.bands[i].crossover,
+                })
+            rows.append({"ranks": row.ranks, "bands": bands})
+        out_groups.append({"label": g.label, "launch": g.launch, "rows": rows})
+    lines = [{"protocol": v.protocol, "status": v.status, "parts": v.parts,
+              "color": data.colors.get(v.protocol, F.UNMODELLED_COLOR)}
+             for v in verdict_lines(data.protocols, verdicts)]
+    unverified = any(part.verdict.lower().startswith("not verified") for v in lines for part in v["parts"])
+    return {"groups": out_groups, "verdicts": lines, "unverified": unverified}
+
+
+def _latency_span(first: float, last: float) -> str:
+    def fmt(x: float) -> str:
+        return f"{x:.2f}" if x < 100 else f"{x:.0f}"
+
+    return f"{fmt(first)} µs" if abs(first - last) < 5e-4 else f"{fmt(first)} – {fmt(last)} µs"
+
+
 @lru_cache(maxsize=1)
-def _template():
+def page_templates():
+    """``(jinja2 environment, template folder)`` of the report's templates (the review page extends them)."""
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
     here = Path(__file__).parent / "templates"
@@ -277,6 +356,7 @@ def build_report(
     timeline: Any = None,
     verification: Any = None,
     measured: Any = None,
+    tolerance_pct: float = DEFAULT_TOLERANCE_PCT,
 ) -> str:
     """The report as one HTML string (see :func:`write_report`)."""
     meta = dict(meta or {})
@@ -289,7 +369,7 @@ def build_report(
     timelines = normalize_timelines(timeline, source if timeline is meta.get("timelines") else "timeline")
     verdicts = normalize_verification(verification)
     measured_df = normalize_measured(measured)
-    data = F.ReportData(frame, meta, measured_df)
+    data = F.ReportData(frame, meta, measured_df, tolerance_pct)
 
     figs: list[tuple[str, Any]] = [
         ("latency_size", F.latency_vs_size(data)),
@@ -302,11 +382,12 @@ def build_report(
     figs.append(("busbw", F.busbw_vs_size(data)))
     fragments = {}
     for i, (key, fig) in enumerate(figs):
-        fragments[key] = _fig_html(fig, FIGURE_IDS[key], first=i == 0)
+        fragments[key] = figure_html(fig, FIGURE_IDS[key], first=i == 0)
     header = _header(frame, meta, data)
+    groups = _groups(frame, meta, tolerance_pct)
     limits = F.link_limits(meta)
     chosen = F.chosen_sizes(data)
-    env, here = _template()
+    env, here = page_templates()
     page = env.get_template("report.html.j2").render(
         h=header,
         figs=fragments,
@@ -317,12 +398,16 @@ def build_report(
         table=_table(frame),
         timelines=[t["title"] for t in timelines],
         verification=_verification(verdicts),
+        protocols=protocol_rows(frame),
         measured=_measured_summary(measured_df),
         limits=limits,
         chosen_sizes=[F.size_label(s) for s in chosen],
         breakdown_size=F.size_label(data.nearest_size(F.BREAKDOWN_SIZE)),
         default_view=data.views[data.default_view].label,
         views=[v.label for v in data.views],
+        downloads=_downloads(groups, tolerance_pct),
+        summary=_summary(groups, data, verdicts),
+        tolerance=f"{tolerance_pct:g}",
     )
     return page
 
@@ -335,13 +420,14 @@ def write_report(
     timeline: Any = None,
     verification: Any = None,
     measured: Any = None,
+    tolerance_pct: float = DEFAULT_TOLERANCE_PCT,
 ) -> Path:
     """Write the self-contained HTML report of a results table; return its path.
 
     Parameters
     ----------
     results : pandas.DataFrame
-        Rows with the columns of results.csv (``collsim.results.COLUMNS``).
+        Rows with the columns of results.csv (``collsim.resultsfile.COLUMNS``).
     meta : mapping
         The results.json document (its ``rows`` are ignored) or a subset:
         ``scenario``, ``topology`` (with ``summary``), ``model``, ``costs``,
@@ -361,13 +447,17 @@ def write_report(
         Measurements (``collsim.calibrate`` table, or ``size_bytes`` plus
         ``time_us``/``latency_us``, optional ``ranks``, ``protocol``,
         ``algorithm``, ``label``), overlaid as markers.
+    tolerance_pct : float
+        Choices within this percentage of the fastest tie in the winner map
+        and in the embedded tuner config and decision table (default 1).
 
     Raises
     ------
     InputError
         Results with missing columns, bad values or no rows.
     """
-    page = build_report(results, meta, timeline=timeline, verification=verification, measured=measured)
+    page = build_report(results, meta, timeline=timeline, verification=verification, measured=measured,
+                        tolerance_pct=tolerance_pct)
     out = Path(path)
     if out.is_dir():
         out = out / "report.html"

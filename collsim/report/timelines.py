@@ -1,11 +1,19 @@
 """Timelines for a report: simulate chosen configurations of a results table again, with events.
 
 A *spec* names configurations: ``auto`` (every protocol · algorithm at the
-largest rank count up to :data:`AUTO_MAX_RANKS`, CUDA-graph launch when
-present, the size nearest 4 KiB)
-or ``PROTOCOL/ALGORITHM/RANKS/SIZE[/LAUNCH]`` such as ``ll/one-shot/8/4KiB``.
-Each is costed by :func:`collsim.models.simulate` with ``timeline=True``,
-using the results' topology, model and cost overrides.
+largest rank count run, CUDA-graph launch when present, the size nearest
+4 KiB) or ``PROTOCOL/ALGORITHM/RANKS/SIZE[/LAUNCH]`` such as
+``ll/one-shot/8/4KiB``. Each is costed by :func:`collsim.models.simulate`
+with ``timeline=True``, using the results' topology, model and cost
+overrides, every rank simulated.
+
+A timeline draws a bar per operation interval of every rank it shows: a
+72-rank ring is 10^5 of them, more than a page can hold or anyone can read.
+So a configuration shows every rank while its bars fit in
+:data:`TIMELINE_BARS`, else as many ranks as do (at least
+:data:`MIN_RANKS_SHOWN`, at most :data:`MAX_RANKS_SHOWN`): rank 0, the
+slowest rank (whose end is the latency) and ranks spread evenly between,
+and its title says which of how many (:func:`ranks_to_show`).
 """
 from __future__ import annotations
 
@@ -15,8 +23,11 @@ from typing import Any
 import pandas as pd
 
 from collsim.errors import InputError
+from collsim.models import resolve_topology, simulate
+from collsim.report.figures import ReportData
+from collsim.units import format_size, parse_size
 
-__all__ = ["parse_timeline_spec", "timelines_for"]
+__all__ = ["parse_timeline_spec", "timelines_for", "ranks_to_show", "TIMELINE_BARS"]
 
 AUTO_SIZE = 4096
 
@@ -29,8 +40,6 @@ def parse_timeline_spec(spec: str) -> dict[str, Any] | str:
     >>> parse_timeline_spec("auto")
     'auto'
     """
-    from collsim.units import parse_size
-
     text = spec.strip()
     if text.lower() == "auto":
         return "auto"
@@ -54,23 +63,44 @@ def parse_timeline_spec(spec: str) -> dict[str, Any] | str:
     return cfg
 
 
-#: The most ranks an automatic timeline shows. A timeline draws one bar per operation interval of every
-#: rank: a 72-rank ring is about 10^5 bars (an 80 MB report that a browser barely opens), and 16 rows of
-#: ranks are already more than one can read. Larger ones can still be asked for by name.
-AUTO_MAX_RANKS = 16
+#: About the most bars one configuration's timeline draws (the current 16-rank timelines' size: a report
+#: of several configurations stays a few MB and opens at once).
+TIMELINE_BARS = 4000
+#: Fewest and most ranks a timeline shows when not every rank fits (16 rows are about what one can read).
+MIN_RANKS_SHOWN = 2
+MAX_RANKS_SHOWN = 16
+
+
+def ranks_to_show(events: list[Mapping[str, Any]], ranks: int, bars: int = TIMELINE_BARS) -> list[int]:
+    """The ranks a timeline of ``events`` (of ``ranks`` ranks) shows: all when they fit in ``bars``, else rank
+    0, the slowest rank and ranks evenly spread between, as many as fit (see the module docstring).
+
+    >>> evs = [{"rank": r, "end_us": 1.0 + (r == 5)} for r in range(8) for _ in range(100)]
+    >>> ranks_to_show(evs, 8), ranks_to_show(evs, 8, bars=300)
+    ([0, 1, 2, 3, 4, 5, 6, 7], [0, 5, 7])
+    """
+    per_rank = max(1.0, len(events) / max(1, ranks))
+    fit = int(bars // per_rank)
+    if fit >= ranks and ranks <= MAX_RANKS_SHOWN:
+        return list(range(ranks))
+    k = max(MIN_RANKS_SHOWN, min(MAX_RANKS_SHOWN, fit, ranks))
+    ends: dict[int, float] = {}
+    for ev in events:
+        ends[int(ev["rank"])] = max(ends.get(int(ev["rank"]), 0.0), float(ev["end_us"]))
+    slowest = max(ends, key=lambda r: (ends[r], -r)) if ends else 0
+    chosen = [0] if slowest == 0 else [0, slowest]
+    spread = [ranks - 1] + [round(i * (ranks - 1) / (k - 1)) for i in range(1, k - 1)]  # the last, then between
+    for r in spread:
+        if len(chosen) >= k:
+            break
+        if r not in chosen:
+            chosen.append(r)
+    return sorted(chosen)
 
 
 def _auto(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    from collsim.report.figures import ReportData
-
     data = ReportData(frame)
     view = data.views[data.default_view]
-    if view.ranks > AUTO_MAX_RANKS:
-        # the same topology and launch at the largest rank count that is still readable, if there is one
-        smaller = [v for v in data.views
-                   if v.topology == view.topology and v.launch == view.launch and v.ranks <= AUTO_MAX_RANKS]
-        if smaller:
-            view = max(smaller, key=lambda v: v.ranks)
     size = data.nearest_size(AUTO_SIZE)
     out = []
     for p, a in data.series:
@@ -91,8 +121,6 @@ def timelines_for(
     :class:`InputError` (the report would show a timeline of something it
     does not plot).
     """
-    from collsim.models import resolve_topology, simulate
-
     source = str(meta.get("results_file") or "results")
     scen = meta.get("scenario") if isinstance(meta.get("scenario"), Mapping) else {}
     topo = scen.get("topology") or (meta.get("topology") or {}).get("name")
@@ -126,8 +154,6 @@ def timelines_for(
             & (frame["size_bytes"] == key[3]) & (frame["launch"] == key[4])
         ]
         if len(match) == 0:
-            from collsim.units import format_size
-
             raise InputError(
                 f"timeline {key[0]}/{key[1]}/{key[2]}/{format_size(key[3])}/{key[4]} is not a configuration of "
                 "these results (see the results table for the protocols, algorithms, ranks and sizes run)",
@@ -144,6 +170,14 @@ def timelines_for(
         events = list(result.timeline or [])
         if not events:
             continue
-        out.append({"protocol": key[0], "algorithm": key[1], "ranks": key[2], "size_bytes": key[3],
-                    "launch": key[4], "model": result.model, "events": events})
+        shown = ranks_to_show(events, key[2])
+        entry = {"protocol": key[0], "algorithm": key[1], "ranks": key[2], "size_bytes": key[3],
+                 "launch": key[4], "model": result.model}
+        if len(shown) < key[2]:
+            keep = set(shown)
+            events = [ev for ev in events if int(ev["rank"]) in keep]
+            entry["title"] = (f"{key[0]} {key[1]}, {key[2]} ranks, {format_size(key[3])}, {key[4]}: ranks "
+                              f"{', '.join(map(str, shown))} of {key[2]} shown")
+            entry["ranks_shown"] = shown
+        out.append({**entry, "events": events})
     return out

@@ -15,7 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from collsim.atomicfile import atomic_write_text
+from collsim.report import figures as F
+from collsim.report.render import figure_html, page_templates
+from collsim.resultsfile import check_frame, records_frame
 from collsim.review.pipeline import Review
+from collsim.verify.properties import PROPERTIES, PROPERTY_TITLES
+from collsim.version import __version__
 
 __all__ = ["build_page", "write_review", "counterexample_figure", "FIXED_FIGURES", "ACTION_COLORS"]
 
@@ -317,12 +322,6 @@ _TEMPLATE = r"""<!DOCTYPE html>
 """
 
 
-def _size(n: int) -> str:
-    from collsim.report.figures import size_label
-
-    return size_label(n)
-
-
 def _ranges(cells: list[dict[str, Any]]) -> str:
     """``2 ranks: 8 B–4 KiB; 8 ranks: 8 B`` from winner cells."""
     by: dict[int, list[int]] = {}
@@ -331,7 +330,7 @@ def _ranges(cells: list[dict[str, Any]]) -> str:
     parts = []
     for n in sorted(by):
         s = sorted(by[n])
-        parts.append(f"{n} ranks: {_size(s[0])}" + (f"–{_size(s[-1])}" if len(s) > 1 else "")
+        parts.append(f"{n} ranks: {F.size_label(s[0])}" + (f"–{F.size_label(s[-1])}" if len(s) > 1 else "")
                      + (f" ({len(s)} sizes)" if len(s) > 2 else ""))
     return "; ".join(parts)
 
@@ -394,19 +393,9 @@ def _cell(res: Any) -> dict[str, str]:
     return {"cls": cls, "text": "VIOLATED" if res.violated else res.status, "title": res.reason or res.note or ""}
 
 
-def _fig_html(fig: dict[str, Any], div_id: str, first: bool) -> str:
-    from collsim.report.render import _fig_html as report_fig_html
-
-    return report_fig_html(fig, div_id, first)
-
-
 def build_page(r: Review) -> str:
     """The review page as one HTML string."""
-    from collsim import __version__
-    from collsim.report.render import _template as report_template
-    from collsim.verify.properties import PROPERTIES, PROPERTY_TITLES
-
-    env, here = report_template()
+    env, here = page_templates()
     first = True
     figs: dict[str, str] = {}
     trace_counts: dict[str, int] = {}
@@ -418,20 +407,16 @@ def build_page(r: Review) -> str:
         fig = counterexample_figure(cj, f"{c['title']} ({where})")
         anchor = f"cex-{i + 1}"
         cexs.append({"anchor": anchor, "heading": f"{c['title']}: {where}", "reason": cj["reason"],
-                     "fig": _fig_html(fig, f"fig-{anchor}", first), "ntraces": len(fig["data"]),
+                     "fig": figure_html(fig, f"fig-{anchor}", first), "ntraces": len(fig["data"]),
                      "text": c["cex"].render() + f"\n\nbound: {c['bound']}"})
         first = False
     rows = [rec for rec in r.records if rec.get("latency_us") is not None]
     if rows:
-        from collsim.report import figures as F
-        from collsim.report.data import check_frame
-        from collsim.results import records_frame
-
         frame = check_frame(records_frame(rows), "review")
         data = F.ReportData(frame, {})
         for key, fig in (("latency_size", F.latency_vs_size(data)), ("latency_ranks", F.latency_vs_ranks(data)),
                          ("winner", F.winner_map(data))):
-            figs[key] = _fig_html(fig, FIXED_FIGURES[key], first)
+            figs[key] = figure_html(fig, FIXED_FIGURES[key], first)
             trace_counts[key] = len(fig["data"])
             first = False
     vrows = []
@@ -456,7 +441,7 @@ def build_page(r: Review) -> str:
         headline=headline, verdict_lines=lines, citation=r.protocol.citation,
         layout=f"{layout.name}: {{{words}}}, {layout.store_bytes}-B stores, {layout.payload_efficiency:.0%} payload",
         params=", ".join(f"{k}={getattr(v, 'value', v)}" for k, v in sorted(r.protocol.params.items())) or "none",
-        sizes=f"{_size(r.sizes[0])} … {_size(r.sizes[-1])} ({len(r.sizes)} sizes)",
+        sizes=f"{F.size_label(r.sizes[0])} … {F.size_label(r.sizes[-1])} ({len(r.sizes)} sizes)",
         timing=", ".join(f"{k} {v:.1f} s" for k, v in r.seconds.items()),
         props=props, vrows=vrows, cexs=cexs, figs=figs, trace_counts=trace_counts, emits=emits,
         commands=r.commands(),

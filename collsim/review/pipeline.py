@@ -7,17 +7,35 @@ prints.
 from __future__ import annotations
 
 import inspect
-import re
 import shlex
 import time
-import traceback
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
-from collsim.errors import CollsimError, InputError, ProtocolDefinitionError
+from collsim.algorithms import ProgramBuildError, generate
+from collsim.config import check_size_fits
+from collsim.emit import build_program
+from collsim.emit.cuda import describe_op
+from collsim.emit.gate import VerificationStatus
+from collsim.emit.package import write_program
+from collsim.emit.plan import iter_nodes
+from collsim.emit.ptxcheck import check_ptx
+from collsim.emit.toolchain import compile_ptx, find_nvcc
+from collsim.errors import CollsimError, InputError, ProtocolDefinitionError, UnsupportedError, is_interrupt
+from collsim.ir.checks import ProgramCheckError, check_program
+from collsim.ir.ops import Loop
+from collsim.ir.origin import shown_path
+from collsim.ir.program import walk
 from collsim.ir.protocol import Protocol
+from collsim.ir.registry import list_protocols, load_protocol
+from collsim.models import simulate, unsupported_reason
+from collsim.topology import load_topology
+from collsim.units import parse_ranks, parse_sizes
+from collsim.verify.verifier import verify
+from collsim.version import __version__
 
 __all__ = [
     "DEFAULT_AGAINST",
@@ -63,93 +81,45 @@ def _shown_path(path: str | None, given: str) -> str:
         return given
     if given.endswith(".py") and Path(given).resolve() == Path(path).resolve():
         return given
-    try:
-        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return path
-
-
-def _line_in_tb(err: BaseException, file: str) -> int | None:
-    target = Path(file).resolve()
-    line = None
-    for frame, lineno in traceback.walk_tb(err.__traceback__):
-        try:
-            if Path(frame.f_code.co_filename).resolve() == target:
-                line = lineno
-        except (OSError, ValueError):
-            continue
-    return line
-
-
-@contextmanager
-def _recording_emits(file: str | None) -> Iterator[dict[str, int]]:
-    """While active, remember for each op label the line of ``file`` that emitted it first."""
-    from collsim.ir.program import ProgramBuilder
-
-    lines: dict[str, int] = {}
-    if file is None:
-        yield lines
-        return
-    target = str(Path(file).resolve())
-    original = ProgramBuilder.emit
-
-    def emit(self, op):  # type: ignore[no-untyped-def]
-        label = getattr(op, "label", None)
-        if label and label not in lines:
-            frame = inspect.currentframe()
-            while frame is not None:
-                if str(Path(frame.f_code.co_filename).resolve()) == target:
-                    lines[label] = frame.f_lineno
-                    break
-                frame = frame.f_back
-        return original(self, op)
-
-    ProgramBuilder.emit = emit  # type: ignore[method-assign]
-    try:
-        yield lines
-    finally:
-        ProgramBuilder.emit = original  # type: ignore[method-assign]
-
-
-def _label_in(message: str, labels: dict[str, int]) -> str | None:
-    found = [lab for lab in labels if re.search(r"(^|[\s:/])" + re.escape(lab) + r"(\[|\s|:|$)", message)]
-    return max(found, key=len) if found else None
+    return shown_path(path)
 
 
 def load_for_review(spec: str) -> Protocol:
     """Load ``spec`` (a shipped or mutant name, or a ``.py`` file) or raise an error naming the file and line."""
-    from collsim.ir.registry import load_protocol
-
     return load_protocol(spec)
 
 
 def check_algorithms(proto: Protocol, algorithms: Sequence[str], shown: str) -> dict[str, Any]:
-    """Generate and well-formedness-check every algorithm; errors become :class:`ProtocolDefinitionError` with file:line."""
-    from collsim.algorithms import generate
-    from collsim.ir.checks import check_program
+    """Generate and well-formedness-check every algorithm; errors become :class:`ProtocolDefinitionError` with file:line.
 
+    The line is the protocol file's: where its code raised while the program was built, or where
+    it emitted the operation that breaks a rule (the protocol's class line for an operation the
+    algorithm emitted).
+    """
     file = _protocol_file(proto)
     out: dict[str, Any] = {}
     for alg in algorithms:
-        with _recording_emits(file) as labels:
-            try:
-                program = generate(proto, alg)
-            except CollsimError as err:
-                msg = getattr(err, "message", str(err))
-                line = _line_in_tb(err, file) if file else None
-                raise ProtocolDefinitionError(f"{alg}: {msg}", file=shown, line=line) from None
-            except Exception as err:  # a bug in the protocol's code: name where
-                line = _line_in_tb(err, file) if file else None
-                raise ProtocolDefinitionError(f"{alg}: {type(err).__name__}: {err}", file=shown, line=line) from None
+        try:
+            program = generate(proto, alg)
+        except ProgramBuildError as err:
+            line = err.origin.line_in(file) if (file and err.origin is not None) else None
+            raise ProtocolDefinitionError(f"{alg}: {err.reason}", file=shown, line=line) from None
+        except CollsimError as err:
+            msg = getattr(err, "message", str(err))
+            raise ProtocolDefinitionError(f"{alg}: {msg}", file=shown) from None
+        except Exception as err:  # collsim's own code failed on this protocol: still name the protocol
+            if is_interrupt(err):
+                raise
+            raise ProtocolDefinitionError(f"{alg}: {type(err).__name__}: {err}", file=shown) from None
         try:
             check_program(program, source=shown)
-        except ProtocolDefinitionError as err:
-            label = _label_in(err.message, labels)
-            line = labels.get(label) if label else None
+        except ProgramCheckError as err:
+            origin = err.op.origin
+            line = origin.line_in(file) if (file and origin is not None) else None
             if line is None:  # an op the algorithm emitted: point at the protocol's class
                 line = _class_line(proto)
             raise ProtocolDefinitionError(err.message, file=shown, line=line) from None
-        out[alg] = {"ops": sum(1 for _ in _walk(program.ops)), "buffers": [b.name for b in program.buffers]}
+        out[alg] = {"ops": sum(1 for _ in walk(program.ops)), "buffers": [b.name for b in program.buffers]}
     return out
 
 
@@ -158,12 +128,6 @@ def _class_line(proto: Protocol) -> int | None:
         return inspect.getsourcelines(type(proto))[1]
     except (TypeError, OSError):
         return None
-
-
-def _walk(ops):
-    from collsim.ir.program import walk
-
-    return walk(ops)
 
 
 # ---------------------------------------------------------------------------
@@ -310,8 +274,6 @@ class Review:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        from collsim import __version__
-
         wins = self.wins()
         return {
             "collsim_version": __version__,
@@ -346,8 +308,6 @@ class Review:
 
 def _verify(review: Review, progress: Progress, timeout: float, use_cache: bool, ranks: int | None,
             iterations: int | None) -> None:
-    from collsim.verify.verifier import verify
-
     jobs = [(a, m) for a in review.algorithms for m in MODELS]
     for i, (alg, model) in enumerate(jobs):
         progress("verify", i, len(jobs), f"{alg} under {model}")
@@ -358,17 +318,13 @@ def _verify(review: Review, progress: Progress, timeout: float, use_cache: bool,
 
 
 def _simulate(review: Review, progress: Progress, comparators: list[Protocol]) -> None:
-    from collsim.errors import UnsupportedError
-    from collsim.models import simulate, unsupported_reason
-    from collsim.topology import load_topology
-
     topo = load_topology(review.topology)
     jobs = []
     for proto in [review.protocol, *comparators]:
         algs = review.algorithms if proto is review.protocol else list(proto.algorithms)
         for alg in algs:
             for n in review.ranks:
-                why = unsupported_reason(proto, alg, n)
+                why = unsupported_reason(proto, alg, n, topo)
                 if why:
                     review.sim_skipped.append(f"{proto.name} · {alg} on {n} ranks: {why}")
                     continue
@@ -394,10 +350,6 @@ def _simulate(review: Review, progress: Progress, comparators: list[Protocol]) -
 
 
 def _sync_ops(plan) -> dict[int, dict[str, str]]:
-    from collsim.emit.cuda import describe_op
-    from collsim.emit.plan import iter_nodes
-    from collsim.ir.ops import Loop
-
     out = {}
     for node in iter_nodes(plan.nodes):
         if isinstance(node.op, Loop):
@@ -408,11 +360,6 @@ def _sync_ops(plan) -> dict[int, dict[str, str]]:
 
 
 def _emit(review: Review, progress: Progress, out_dir: Path, compile_: bool) -> None:
-    from collsim.emit import build_program
-    from collsim.emit.gate import VerificationStatus
-    from collsim.emit.package import write_program
-    from collsim.emit.toolchain import find_nvcc
-
     nvcc = find_nvcc() if compile_ else None
     for i, alg in enumerate(review.algorithms):
         progress("emit", i, len(review.algorithms), alg)
@@ -437,9 +384,6 @@ def _emit(review: Review, progress: Progress, out_dir: Path, compile_: bool) -> 
         elif nvcc is None:
             run.skipped = "nvcc not found (set NVCC or CUDA_HOME, or put it on PATH): the code was emitted, not compiled"
         else:
-            from collsim.emit.ptxcheck import check_ptx
-            from collsim.emit.toolchain import compile_ptx
-
             progress("emit", i, len(review.algorithms), f"{alg}: nvcc")
             try:
                 ptx = compile_ptx(directory, "sm_90", nvcc=nvcc)
@@ -451,10 +395,23 @@ def _emit(review: Review, progress: Progress, out_dir: Path, compile_: bool) -> 
             except CollsimError as err:
                 run.error = str(err)[:4000]
             except Exception as err:  # e.g. a timeout: reported, not fatal
+                if is_interrupt(err):
+                    raise
                 run.error = f"{type(err).__name__}: {err}"[:4000]
         run.seconds = time.perf_counter() - start
         review.emits.append(run)
     progress("emit", len(review.algorithms), len(review.algorithms), "done")
+
+
+@contextmanager
+def _at_flag(flag: str) -> Iterator[None]:
+    """An :class:`InputError` about an option's value, located at its flag (unless it names a file)."""
+    try:
+        yield
+    except InputError as err:
+        if err.file:
+            raise
+        raise InputError(err.message, field=flag, choices=err.choices) from None
 
 
 def run_review(
@@ -485,19 +442,18 @@ def run_review(
     InputError
         for bad options (unknown comparison protocol, algorithm, topology, sizes).
     """
-    from collsim.ir.registry import list_protocols, load_protocol
-    from collsim.units import parse_ranks, parse_sizes
-
     progress = progress or _noop
     t0 = time.perf_counter()
     progress("load", 0, 1, spec)
     proto = load_for_review(spec)
     shown = _shown_path(_protocol_file(proto), spec)
-    rank_list = sorted(set(parse_ranks(ranks) if isinstance(ranks, str) else [int(r) for r in ranks]))
-    if isinstance(sizes, str):
-        size_list = sorted({n for part in sizes.split(",") if part.strip() for n in parse_sizes(part.strip())})
-    else:
-        size_list = sorted({int(s) for s in sizes})
+    with _at_flag("--ranks"):
+        rank_list = sorted(set(parse_ranks(ranks) if isinstance(ranks, str) else [int(r) for r in ranks]))
+    with _at_flag("--sizes"):
+        if isinstance(sizes, str):
+            size_list = sorted({n for part in sizes.split(",") if part.strip() for n in parse_sizes(part.strip())})
+        else:
+            size_list = sorted({int(s) for s in sizes})
     if not size_list:
         raise InputError("no sizes given", field="--sizes")
     if not rank_list or rank_list[0] < 2:
@@ -518,9 +474,11 @@ def run_review(
             comparators.append(load_protocol(name))
         except InputError as err:
             raise InputError(err.message, field="--against", choices=list_protocols()) from None
-    from collsim.topology import load_topology
 
-    topo = load_topology(topology)
+    with _at_flag("--topology"):
+        topo = load_topology(topology)
+    with _at_flag("--sizes"):
+        check_size_fits(size_list[-1], topo)
     if rank_list[-1] > topo.num_gpus:
         raise InputError(f"{rank_list[-1]} ranks requested but topology {topo.name!r} has {topo.num_gpus} GPUs",
                          field="--ranks")

@@ -8,16 +8,27 @@ set, the valid choices::
 from __future__ import annotations
 
 import copy
+import itertools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from collsim.config import (DTYPES, LAUNCH_MODES, algorithm_names, check_algorithm, check_channels,
+                            check_channels_fit, check_choice, check_dtype, check_launch, check_op, check_ranks_fit,
+                            check_size_elements, check_size_fits)
 from collsim.errors import InputError
+from collsim.ir.registry import list_protocols
+from collsim.models import performance_model, validate_costs
+from collsim.resultsfile import COLUMNS
+from collsim.scenario.costs import profile_costs
 from collsim.scenario.spec import FIELD_HELP, Scenario, ScenarioFile, apply_cost
+from collsim.topology import load_topology
+from collsim.units import parse_ranks, parse_sizes
+from collsim.yamlsource import Locator, load_yaml_with_lines, no_lines
 
 __all__ = ["load_scenario", "scenario_from_dict", "parse_sweep_range", "check_costs"]
 
@@ -158,30 +169,42 @@ def _as_list(value: Any) -> list[Any]:
     return [value] if isinstance(value, str) else list(value)
 
 
+def _checked(where: _Where, path: tuple[Any, ...], rule: Callable[..., Any], *args: Any) -> Any:
+    """``rule(*args)`` (a rule of :mod:`collsim.config` or the model registry), its error located at ``path``."""
+    try:
+        return rule(*args)
+    except InputError as err:
+        raise where.error(path, err.message, err.choices) from None
+
+
 def _names(
-    where: _Where, key: str, raw: Any, valid: list[str] | tuple[str, ...], what: str, default: tuple[str, ...]
+    where: _Where, key: str, raw: Any, rule: Callable[[Any], str], valid: Sequence[str], default: tuple[str, ...]
 ) -> tuple[str, ...]:
+    """The names ``key`` lists (one name or a list of them), each checked by ``rule``; ``default`` when absent."""
     if raw is None:
         return tuple(default)
     items = _as_list(raw)
     if not items:
-        raise where.error((key,), f"empty list; leave {key} out to use all", choices=valid)
+        raise where.error((key,), f"empty list; leave {key} out to use all", choices=list(valid))
     indexed = not isinstance(raw, str)
     for i, item in enumerate(items):
-        if item not in valid:
-            raise where.error((key, i) if indexed else (key,), f"unknown {what} {item!r}", choices=valid)
+        _checked(where, (key, i) if indexed else (key,), rule, item)
     return tuple(dict.fromkeys(items))
 
 
 def _resolve_topology(spec: Any, base_dir: Path | None, where: _Where) -> Any:
-    from collsim.topology import load_topology
-    from collsim.yamlsource import Locator, no_lines
-
     target = spec
     if isinstance(spec, str) and base_dir is not None and spec.endswith((".yaml", ".yml")):
         candidate = base_dir / spec
         if candidate.exists():
             target = str(candidate)
+        elif not Path(spec).exists():  # named here: say so here, with where it was looked for
+            looked = [str(candidate)] + ([spec] if str(candidate) != spec else [])
+            raise where.error(("topology",), f"topology file {spec!r} not found (looked for "
+                                             f"{' and '.join(looked)}; a path relative to the scenario file)")
+    if isinstance(spec, str) and (base_dir / spec if base_dir is not None else Path(spec)).is_dir():
+        raise where.error(("topology",), f"{spec!r} is a directory; give a topology .yaml file or a preset name",
+                          choices=None)
     locator = Locator(where.file, where.line_of or no_lines, ("topology",))
     try:
         return load_topology(target, locator=locator)
@@ -205,10 +228,6 @@ def scenario_from_dict(
     ``costs:`` (the model that will run is the one that validates them).
     ``profile``, when given, replaces the file's ``profile:``.
     """
-    from collsim.ir.registry import ALGORITHMS, list_protocols
-    from collsim.models import DTYPES, LAUNCH_MODES, OPS, list_models, validate_costs
-    from collsim.units import parse_ranks, parse_sizes
-
     where = _Where(file, line_of)
     if not isinstance(data, Mapping):
         raise where.error((), f"a scenario is a mapping of keys ({', '.join(ScenarioFile.model_fields)}), "
@@ -223,29 +242,22 @@ def scenario_from_dict(
         raise where.error(("name",), f"name {name!r} must be letters, digits, '.', '_' or '-' (it names a directory)")
 
     # Plain names first: they are cheap and their messages list the choices.
-    algorithms = _names(where, "algorithms", spec.algorithms, tuple(ALGORITHMS), "algorithm", tuple(ALGORITHMS))
-    protocols_all = list(list_protocols())
-    protocols = _names(where, "protocols", spec.protocols, protocols_all, "protocol", tuple(protocols_all))
-    launch = _names(where, "launch", spec.launch, LAUNCH_MODES, "launch mode", ("graph",))
-    if spec.dtype not in DTYPES:
-        raise where.error(("dtype",), f"unknown dtype {spec.dtype!r}", choices=list(DTYPES))
-    if spec.op not in OPS:
-        raise where.error(("op",), f"unknown reduction op {spec.op!r}", choices=list(OPS))
-    models = list_models()
-    if spec.model is not None and spec.model not in models:
-        raise where.error(("model",), f"unknown model {spec.model!r}", choices=models)
-    if spec.channels is not None and spec.channels < 1:
-        raise where.error(("channels",), f"channels must be at least 1 (or null to choose), got {spec.channels}")
-    elem = DTYPES[spec.dtype]
+    algorithms = _names(where, "algorithms", spec.algorithms, check_algorithm, algorithm_names(), algorithm_names())
+    protocols_all = tuple(list_protocols())
+    protocols = _names(where, "protocols", spec.protocols,
+                       lambda name: check_choice(name, protocols_all, "protocol", "protocol"), protocols_all,
+                       protocols_all)
+    launch = _names(where, "launch", spec.launch, check_launch, LAUNCH_MODES, ("graph",))
+    _checked(where, ("dtype",), check_dtype, spec.dtype)
+    _checked(where, ("op",), check_op, spec.op)
+    if spec.model is not None:
+        _checked(where, ("model",), performance_model, spec.model)
+    _checked(where, ("channels",), check_channels, spec.channels)
 
     ranks = _parse_list(where, "ranks", spec.ranks, parse_ranks)
     sizes = _parse_list(where, "sizes", spec.sizes, parse_sizes)
-    for i, size in enumerate(sizes):
-        if size % elem:
-            raise where.error(
-                _item_path("sizes", spec.sizes, size, parse_sizes),
-                f"size {size} B is not a whole number of {spec.dtype} elements ({elem} B each)",
-            )
+    for size in sizes:
+        _checked(where, _item_path("sizes", spec.sizes, size, parse_sizes), check_size_elements, size, spec.dtype)
 
     costs = dict(spec.costs or {})
     if costs:
@@ -262,13 +274,14 @@ def scenario_from_dict(
 
     topology = _resolve_topology(spec.topology, base_dir, where)
     for n in ranks:
-        if n > topology.num_gpus:
-            raise where.error(
-                _item_path("ranks", spec.ranks, n, parse_ranks),
-                f"{n} ranks requested but topology {topology.name!r} has {topology.num_gpus} GPUs",
-            )
+        _checked(where, _item_path("ranks", spec.ranks, n, parse_ranks), check_ranks_fit, n, topology)
+    for size in sizes:
+        _checked(where, _item_path("sizes", spec.sizes, size, parse_sizes), check_size_fits, size, topology)
+    _checked(where, ("channels",), check_channels_fit, spec.channels, topology, max(ranks))
 
     output = Path(spec.output) if spec.output else Path("reports") / name
+    output_from = ("output", where.line(("output",))) if spec.output else \
+        ("name", where.line(("name",)) if spec.name is not None else None)
     return Scenario(
         name=name,
         topology=topology,
@@ -280,7 +293,7 @@ def scenario_from_dict(
         launch=launch,
         channels=spec.channels,
         dtype=spec.dtype,
-        elem_bytes=elem,
+        elem_bytes=DTYPES[spec.dtype],
         op=spec.op,
         model=spec.model,
         output=output,
@@ -289,6 +302,7 @@ def scenario_from_dict(
         source=file,
         sweep=sweep,
         profile=profile_path,
+        output_from=output_from,
     )
 
 
@@ -308,12 +322,8 @@ def _profile_path(where: _Where, raw: str | None, base_dir: Path | None) -> str 
 def _with_profile(where: _Where, path: str, costs: dict[str, Any], model: str | None, from_file: bool
                   ) -> dict[str, Any]:
     """The profile's costs with ``costs`` on top; errors point at ``profile:`` when the file named it."""
-    from collsim.calibrate.profile import load_profile
-    from collsim.models import get_model
-    from collsim.results import merge_costs
-
     try:
-        return merge_costs(load_profile(path, model=get_model(model)[0]), costs)
+        return profile_costs(path, costs, performance_model(model).name)
     except InputError as err:
         if not from_file:
             raise
@@ -376,8 +386,6 @@ def load_scenario(source: str | Path | Mapping[str, Any] | Scenario, *, model: s
         return source
     if isinstance(source, Mapping):
         return scenario_from_dict(source, file=None, default_name="scenario", model=model, profile=profile)
-    from collsim.yamlsource import load_yaml_with_lines
-
     path = Path(source)
     if path.is_dir():
         raise InputError(f"{path} is a directory; give a scenario .yaml file")
@@ -468,9 +476,6 @@ def _parse_sweep(
     where: _Where, raw: Any, costs: Mapping[str, Any], model: str | None
 ) -> tuple[tuple[str, tuple[Any, ...]], ...]:
     """Check ``sweep:``; every value, and every combination, is checked by ``model``."""
-    from collsim.models import validate_costs
-    from collsim.results import COLUMNS
-
     if raw is None:
         return ()
     if not isinstance(raw, Mapping) or not raw:
@@ -511,10 +516,6 @@ def _check_points(
     error: Callable[[str], InputError],
 ) -> None:
     """Check ``costs`` with every sweep combination applied (just ``costs`` without a sweep)."""
-    import itertools
-
-    from collsim.models import validate_costs
-
     keys = [key for key, _ in sweep]
     for values in itertools.product(*(vals for _, vals in sweep)):
         trial = copy.deepcopy(dict(costs))
@@ -537,8 +538,6 @@ def check_costs(scenario: Scenario, model: str | None) -> None:
     if not scenario.costs and not scenario.sweep:
         return
     if not scenario.sweep:
-        from collsim.models import validate_costs
-
         try:
             validate_costs(model, scenario.costs)
         except InputError as err:

@@ -88,6 +88,9 @@ class Scenario:
     sweep : tuple of (str, tuple)
         ``(parameter, values)`` pairs in file order; empty without a ``sweep:``.
         A parameter ``a.b`` sets entry ``b`` of the table ``a``.
+    output_from : (str, int or None) or None
+        The key that set ``output`` and its line in :attr:`source`: ``("output", 7)``, or ``("name", 1)``
+        for the default ``reports/<name>`` (errors about the directory point there).
     """
 
     name: str
@@ -109,6 +112,7 @@ class Scenario:
     source: str | None = None
     sweep: tuple[tuple[str, tuple[Any, ...]], ...] = ()
     profile: str | None = None
+    output_from: tuple[str, int | None] | None = None
 
     @property
     def sweep_keys(self) -> tuple[str, ...]:

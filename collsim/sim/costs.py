@@ -71,6 +71,11 @@ class CostSet:
     atomic_wire_factor: float
     atomic_remote_us: float
     l2_atomic_gops: float
+    # NVLink SHARP: the switch multicasts and reduces (multimem operations, collsim.sim.fabric)
+    nvls_link_efficiency: float
+    nvls_reduce_gbps: float
+    nvls_reduce_us: float
+    nvls_multicast_us: float
     # launch and measurement harness
     launch_overhead_us: float
     host_call_us: float

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
-__all__ = ["Pipe", "WatchedPipe", "SharedPipeSaturated", "Transfer", "place", "reserve"]
+__all__ = ["Pipe", "WatchedPipe", "FoldAbandoned", "SharedPipeSaturated", "Transfer", "place", "reserve"]
 
 _INF = float("inf")
 
@@ -189,7 +189,13 @@ def place(pipes: tuple[Pipe, ...] | list[Pipe], nbytes: float, start: float, max
     return t
 
 
-class SharedPipeSaturated(Exception):
+class FoldAbandoned(Exception):
+    """Control flow inside collsim.sim, never raised out of it: the one-rank simulation of a fold cannot stand in
+    for the full one (what happens first would depend on the order the simulation records events in), so the
+    model runs every rank instead. Its subclasses say why."""
+
+
+class SharedPipeSaturated(FoldAbandoned):
     """A transfer was held back by what was already allocated on a :class:`WatchedPipe`: which transfer waits
     depends on placement order.
 

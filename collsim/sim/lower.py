@@ -29,15 +29,16 @@ from typing import Any, Callable
 from collsim.ir.expr import BinOp, Const, Expr, Var
 from collsim.ir.layout import WordRole
 from collsim.ir.ops import (
-    OP_TYPES, AtLeast, Atomic, Equals, Fence, Fill, Input, KernelBoundary, Load, Loop, NotEqual, PollUntil,
-    Reduce, Reg, Store, SyncGroup, WriteOutput,
+    OP_TYPES, Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, MulticastRef, MultimemLoadReduce,
+    MultimemRed, MultimemStore, PollUntil, Reduce, Reg, Store, SyncGroup, WriteOutput,
 )
 from collsim.ir.program import Program
 from collsim.ir.types import Issuer, Sem
 from collsim.ir.visit import OpVisitor
 
 __all__ = ["SimKind", "SimOp", "Block", "SimProgram", "lower_for_sim", "STORE", "LOAD", "POLL", "FENCE", "ATOMIC",
-           "REDUCE", "WRITE", "SYNC", "KERNEL_END", "KIND_NAMES", "BoundRank"]
+           "REDUCE", "WRITE", "SYNC", "KERNEL_END", "MC_LOAD_REDUCE", "MC_STORE", "MC_RED", "KIND_NAMES",
+           "EVERY_COPY", "BoundRank"]
 
 
 class SimKind(IntEnum):
@@ -52,12 +53,18 @@ class SimKind(IntEnum):
     WRITE = OP_TYPES.index(WriteOutput)
     SYNC = OP_TYPES.index(SyncGroup)
     KERNEL_END = OP_TYPES.index(KernelBoundary)
+    MC_LOAD_REDUCE = OP_TYPES.index(MultimemLoadReduce)
+    MC_STORE = OP_TYPES.index(MultimemStore)
+    MC_RED = OP_TYPES.index(MultimemRed)
 
 
 # Plain ints for the hot path (a rank compares kinds millions of times).
-STORE, LOAD, POLL, FENCE, ATOMIC, REDUCE, WRITE, SYNC, KERNEL_END = (int(k) for k in SimKind)
-#: The IR class name of each kind, by kind.
-KIND_NAMES = tuple(OP_TYPES[k].__name__ for k in SimKind)
+STORE, LOAD, POLL, FENCE, ATOMIC, REDUCE, WRITE, SYNC, KERNEL_END, MC_LOAD_REDUCE, MC_STORE, MC_RED = (
+    int(k) for k in SimKind)
+#: The owner rank in the ``ref`` of a multimem op: every rank's copy (:mod:`collsim.sim.fabric` costs them).
+EVERY_COPY = -1
+#: The IR class name of each kind, indexed by kind (a kind is its class's position in OP_TYPES).
+KIND_NAMES = tuple(t.__name__ for t in OP_TYPES)
 _RELEASING = (Sem.RELEASE, Sem.ACQ_REL)
 _ACQUIRING = (Sem.ACQUIRE, Sem.ACQ_REL)
 
@@ -68,7 +75,8 @@ class SimOp:
     ``ref`` is ``(buffer, rank, slot, region, line, lines)`` and ``key`` its first four (the location);
     ``src`` a source
     tuple ``("input", offset)``, ``("reg", name, offset, count, stride)`` or
-    ``("fill", pattern)``; ``pred`` is ``("eq" | "ge" | "ne", value)``.
+    ``("fill", pattern)``; ``pred`` is the poll's :class:`~collsim.ir.ops.Predicate`, bound (its
+    :meth:`~collsim.ir.ops.Predicate.holds` is how :mod:`collsim.sim.memory` judges a polled word).
     """
 
     __slots__ = ("kind", "op", "loops", "label", "ref", "key", "layout", "src", "srcs", "sem", "scope", "flag",
@@ -137,18 +145,9 @@ def _source_tuple(source: Any) -> str:
 
 
 def _ref_tuple(ref: Any) -> str:
-    return (f"({ref.buffer!r}, {_src(ref.rank)}, {_src(ref.slot)}, {_src(ref.region)}, {_src(ref.line)}, "
+    owner = str(EVERY_COPY) if isinstance(ref, MulticastRef) else _src(ref.rank)
+    return (f"({ref.buffer!r}, {owner}, {_src(ref.slot)}, {_src(ref.region)}, {_src(ref.line)}, "
             f"{_src(ref.lines)})")
-
-
-def _pred_tuple(pred: Any) -> str:
-    if isinstance(pred, Equals):
-        return f"('eq', {_src(pred.value)})"
-    if isinstance(pred, AtLeast):
-        return f"('ge', {_src(pred.value)})"
-    if isinstance(pred, NotEqual):
-        return f"('ne', {int(pred.value)})"
-    raise TypeError(f"unknown poll predicate {pred!r}")
 
 
 #: The fields of a bound op, besides its reference, that decide what it costs or what a poll sees (a data
@@ -226,7 +225,11 @@ class _Compiler(OpVisitor):
 
     def visit_poll_until(self, op: PollUntil) -> tuple:
         f = _Fields(SimKind.POLL, op, self.program, op.src)
-        f.fields["pred"] = _pred_tuple(op.until)
+        if isinstance(op.until.value, Expr) and op.until.value.free_vars():
+            f.fields["pred"] = "c_until.bind(e)"  # the IR binds its own predicate (loop variables are in e)
+            f.consts["until"] = op.until
+        else:
+            f.consts["pred"] = op.until.bind({})
         return self._item(op, f)
 
     def visit_fence(self, op: Fence) -> tuple:
@@ -239,6 +242,8 @@ class _Compiler(OpVisitor):
             self.lowered.data_atomics = True
         f = _Fields(SimKind.ATOMIC, op, self.program, op.dst)
         f.fields["operand"] = _source_tuple(op.operand)
+        if op.flag is not None:  # a line's count word, added next to the data (what its readers poll)
+            f.fields["flag"] = _src(op.flag)
         return self._item(op, f, moves_data=True)
 
     def visit_reduce(self, op: Reduce) -> tuple:
@@ -262,6 +267,28 @@ class _Compiler(OpVisitor):
     def visit_kernel_boundary(self, op: KernelBoundary) -> tuple:
         return self._item(op, _Fields(SimKind.KERNEL_END, op, self.program))
 
+    # multimem (NVLink SHARP): one op reaches every rank's copy through the switch; collsim.sim.fabric costs it
+
+    def visit_multimem_load_reduce(self, op: MultimemLoadReduce) -> tuple:
+        self.lowered.multicast = True
+        return self._item(op, _Fields(SimKind.MC_LOAD_REDUCE, op, self.program, op.src), moves_data=True)
+
+    def visit_multimem_store(self, op: MultimemStore) -> tuple:
+        self.lowered.multicast = True
+        f = _Fields(SimKind.MC_STORE, op, self.program, op.dst)
+        f.fields["src"] = _source_tuple(op.src)
+        if op.flag is not None:
+            f.fields["flag"] = _src(op.flag)
+        return self._item(op, f, moves_data=True)
+
+    def visit_multimem_red(self, op: MultimemRed) -> tuple:
+        self.lowered.multicast = True
+        f = _Fields(SimKind.MC_RED, op, self.program, op.dst)
+        f.fields["operand"] = _source_tuple(op.operand)
+        if op.flag is not None:
+            f.fields["flag"] = _src(op.flag)
+        return self._item(op, f, moves_data=True)
+
     def visit_loop(self, op: Loop) -> tuple | None:
         body = self.compile(op.body)
         if not body:
@@ -278,7 +305,7 @@ class _Compiler(OpVisitor):
 
     def _item(self, op: Any, f: _Fields, moves_data: bool = False) -> tuple:
         if moves_data and getattr(op, "issuer", Issuer.ALL) is Issuer.ALL:
-            if f.kind is SimKind.LOAD:
+            if f.kind is SimKind.LOAD or f.kind is SimKind.MC_LOAD_REDUCE:
                 self.lowered.loads_data = True
             else:
                 self.lowered.stores_data = True
@@ -334,6 +361,8 @@ class SimProgram:
         self.loads_data = self.stores_data = False
         #: whether the program applies atomics whose operand is data (vector reductions)
         self.data_atomics = False
+        #: whether the program has multimem ops (one op reaches every rank's memory through the switch)
+        self.multicast = False
         self._tree = _Compiler(self).compile(program.ops)
         # per thread: (NRANKS/ITER key, {rank: (items, size-dependent updates)}), so threads never share items
         self._reuse: dict[int, tuple[tuple, dict[int, tuple[BoundRank, list[tuple]]]]] = {}

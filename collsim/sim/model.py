@@ -19,11 +19,12 @@ from collsim.ir.program import Program
 from collsim.models import LAUNCH_MODES, SimRequest, SimResult
 from collsim.sim.channels import default_channels, ring_channels
 from collsim.sim.costs import GENERATIONS, Costs, load_costs
-from collsim.sim.links import SharedPipeSaturated
+from collsim.sim.fabric import fold_reason
+from collsim.sim.links import FoldAbandoned
 from collsim.sim.lower import SimProgram, lower_for_sim
 from collsim.sim.memo import LruCache, PerTopology
 from collsim.sim.simulation import Outcome, Simulation, _route_facts, _route_table, buffer_inits
-from collsim.sim.symmetry import Fold, Rotation, SimultaneousWrites, fold_or_reason, rotation_or_reason
+from collsim.sim.symmetry import Fold, Rotation, fold_or_reason, rotation_or_reason
 from collsim.sim.trace import PathStep, breakdown_of, critical_path
 
 __all__ = ["DesRun", "run_des", "des_model", "program_for", "generation_of", "symmetry_of", "harness_us",
@@ -229,6 +230,9 @@ def _fold(request: SimRequest, costs: Costs, lowered: SimProgram, items: list[li
     def facts(src: int, dst: int) -> tuple:
         return _route_facts(topo, table, src, dst)
 
+    multicast = fold_reason(lowered)
+    if multicast:
+        return multicast
     rotation = rotation_or_reason(topo, request.ranks, facts)
     return fold_or_reason(items, lowered, rotation, facts) if isinstance(rotation, Rotation) else rotation
 
@@ -265,7 +269,7 @@ def _run_des(request: SimRequest, symmetric: bool = False) -> DesRun:
             outcome = Simulation(topo, n, items, inits, costs, channels, start, launch_us, fold=fold,
                                  elem_bytes=request.elem_bytes, data_atomics=lowered.data_atomics).run()
             symmetry = f"rank 0 simulated for all {n} ranks: each runs rank 0's program rotated by its rank"
-        except (SharedPipeSaturated, SimultaneousWrites, CollsimError) as err:
+        except (FoldAbandoned, CollsimError) as err:
             # order-dependent sharing or writes, or a hang: the full simulation decides
             symmetry = f"every rank simulated: one rank's simulation was abandoned ({err})"
     elif fold is not None:

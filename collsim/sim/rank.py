@@ -58,6 +58,10 @@ SyncGroup (blocking)
 KernelBoundary
     Waits for every outstanding operation to be acknowledged, then
     ``kernel_end_us``.
+Multimem ops (NVLink SHARP)
+    Costed by :mod:`collsim.sim.fabric`: the switch replicates one upstream
+    transfer (``multimem.st``/``red``) or reduces every copy into one stream
+    (``multimem.ld_reduce``).
 Every op also costs ``op_overhead_us`` of instruction issue.
 """
 from __future__ import annotations
@@ -66,11 +70,13 @@ import math
 from typing import Any
 
 from collsim.ir.ops import OP_TYPES
-from collsim.ir.types import FenceKind, RmwOp, Scope
+from collsim.ir.ops import OP_TYPES, AtLeast
+from collsim.ir.types import FenceKind, Scope
 from collsim.ir.visit import OpVisitor, method_name
+from collsim.sim import fabric
 from collsim.sim.links import Transfer, place, reserve
 from collsim.sim.lower import ATOMIC, FENCE, KERNEL_END, LOAD, REDUCE, STORE, SYNC, Block, SimKind
-from collsim.sim.memory import DATA, SENTINEL, Write
+from collsim.sim.memory import DATA, RMW_HOW, SENTINEL, Write
 from collsim.sim.trace import PathNode
 
 __all__ = ["Rank", "Thread"]
@@ -79,7 +85,6 @@ EPS = 1e-9
 #: Round-robin slices per member when a loop's lanes issue their transfers together, and the most
 #: placements one batch may make (8 ranks: 2 slices of each of 7 sends; 72 ranks: one slice each).
 BATCH_SLICES, BATCH_PLACEMENTS = 2, 16
-_RMW_HOW = {RmwOp.ADD: "add", RmwOp.MAX: "max", RmwOp.EXCH: "set", RmwOp.CAS: "set", RmwOp.MIN: "set"}
 
 
 _new_thread = object.__new__
@@ -123,7 +128,7 @@ class _PollWatch:
 
     __slots__ = ("sim", "loc", "lo", "hi", "pred", "first", "decided", "wake", "token", "found", "seen")
 
-    def __init__(self, sim: Any, loc: Any, lo: int, hi: int, pred: tuple, first: float, found: Any) -> None:
+    def __init__(self, sim: Any, loc: Any, lo: int, hi: int, pred: Any, first: float, found: Any) -> None:
         self.sim, self.loc, self.lo, self.hi, self.pred, self.first = sim, loc, lo, hi, pred, first
         self.decided = sim.env.event()
         self.wake: float | None = None  # when the current timer fires
@@ -135,9 +140,15 @@ class _PollWatch:
         """A write arrived at the location. One that becomes visible after the time the poll already found
         cannot change it (the values up to that time are the same), so only the others re-evaluate."""
         found = self.found
-        if found is not None and write.visible > found[0] and self.seen == len(self.loc.writes) - 1:
-            self.seen += 1
-            return
+        if self.seen == len(self.loc.writes) - 1:
+            if found is not None and write.visible > found[0]:
+                self.seen += 1
+                return
+            if found is None and self.loc.writes[-1] is write:  # nothing satisfied it yet; maybe this write
+                found = self.loc.satisfied_by_last(self.lo, self.hi, self.pred, self.first)
+                if found is not False:
+                    self.poke(found)
+                    return
         self.poke()
 
     def poke(self, found: Any = False) -> None:
@@ -210,7 +221,9 @@ class Rank(OpVisitor):
         #: element additions per µs of the rank's CTAs (FP32 lanes x clock)
         self.add_rate = sim.channels * self.c.fp32_lanes_per_sm * self.c.sm_clock_ghz * 1e3
         #: kind -> this rank's rule for it (the visitor's dispatch, as a list for the hot path)
-        self._rules = [getattr(self, method_name(OP_TYPES[kind])) for kind in SimKind]
+        self._rules: list[Any] = [None] * len(OP_TYPES)  # a Loop is a Block, walked by visit_loop
+        for kind in SimKind:
+            self._rules[kind] = getattr(self, method_name(OP_TYPES[kind]))
 
     # ------------------------------------------------------------------ helpers
 
@@ -332,11 +345,11 @@ class Rank(OpVisitor):
 
     def visit_poll_until(self, th: Thread, op: Any):
         pred = op.pred
-        if pred[0] == "ge" and op.into is None:
+        if pred.__class__ is AtLeast and op.into is None:
             seen = self._counters.get(op.key)
             if seen is None:
                 seen = self.memory.inits[op.key[0]]
-            if isinstance(seen, int) and seen >= pred[1]:  # the value in the register suffices: no load
+            if isinstance(seen, int) and pred.holds(seen):  # the value in the register suffices: no load
                 th.t += self.c.op_overhead_us
                 return None
         plan = self._poll_plan(th, op)
@@ -382,6 +395,24 @@ class Rank(OpVisitor):
 
     def visit_fence(self, th: Thread, op: Any) -> None:
         self._fence(th, op, op.scope, op.sem, "fence")
+
+    # Multimem ops (NVLink SHARP): what the switch does is collsim.sim.fabric's; their bulk transfers cross
+    # the links every rank shares, so they catch up first too.
+
+    def visit_multimem_load_reduce(self, th: Thread, op: Any):
+        return self._through_switch(th, op, fabric.load_reduce)
+
+    def visit_multimem_store(self, th: Thread, op: Any):
+        return self._through_switch(th, op, fabric.multicast_store)
+
+    def visit_multimem_red(self, th: Thread, op: Any):
+        return self._through_switch(th, op, fabric.multicast_red)
+
+    def _through_switch(self, th: Thread, op: Any, rule: Any):
+        if not op.leader and th.t > self.sim.env.now + EPS:
+            return self._caught_up(th, op, lambda th, op: rule(self, th, op))
+        rule(self, th, op)
+        return None
 
     # visit_reduce, visit_write_output, visit_sync_group and visit_kernel_boundary: below, with the local work.
 
@@ -665,7 +696,9 @@ class Rank(OpVisitor):
         th.t += self.c.op_overhead_us
         wire = lines * op.line_bytes
         factor = self._pair(owner)[0].costs.atomic_wire_factor if data and owner != self.rank else 1.0
-        land = (self.memory.location(op.key), line, lines, _RMW_HOW.get(op.op.op, "set"), DATA if data else operand)
+        # a line's count word (``flag``) is what its readers poll; the data words they do not
+        value = op.flag if op.flag is not None and op.polls_flags else (DATA if data else operand)
+        land = (self.memory.location(op.key), line, lines, RMW_HOW.get(op.op.op, "set"), value)
         tr = self._push(th, op, owner, wire * factor, data, "atomic", wire if owner == self.rank else 0.0, True,
                         land, not_before)
         if op.into is not None:
@@ -790,12 +823,12 @@ class Rank(OpVisitor):
 
     def _poll_done(self, th: Thread, op: Any, done: float, found: tuple, t0: float) -> None:
         t_sat, write = found
-        if op.pred[0] == "ge":
+        if op.pred.__class__ is AtLeast:
             # The counter as the poll saw it: its value once the predicate held, which every rank's writes
             # visible by then decide (all issued before the simulation clock, whatever order ranks run in).
             value = self.memory.location(op.key).value_at(op.ref[4], op.ref[5], t_sat) \
                 if t_sat <= self.sim.env.now + EPS else None
-            self._counters[op.key] = value if isinstance(value, int) else op.pred[1]
+            self._counters[op.key] = value if isinstance(value, int) else op.pred.value
         th.t = t0  # the op's issue overhead, folded into the poll's node
         tr = write.transfer if write is not None else None
         if tr is not None and write.visible > t0:

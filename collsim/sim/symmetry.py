@@ -49,6 +49,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Any
 
+from collsim.sim.links import FoldAbandoned
 from collsim.sim.lower import ATOMIC, LOAD, POLL, STORE, Block
 from collsim.sim.memo import PerTopology
 
@@ -336,7 +337,7 @@ def _watched(ops: list[Any], rotation: Rotation, route_facts: Any) -> frozenset:
     return frozenset(rep for rep, links in reached.items() if len(links) > 1)
 
 
-class SimultaneousWrites(Exception):
+class SimultaneousWrites(FoldAbandoned):
     """Writes that do not commute became visible at the same time on lines rank 0 polls: which one a poll
     sees last depends on the order the simulation records them in. (One argument, the message, as SimPy
     re-raises a process's exception as ``type(e)(*e.args)``.)"""

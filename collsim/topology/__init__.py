@@ -57,12 +57,14 @@ True
 from __future__ import annotations
 
 from collsim.topology.build import build_topology
-from collsim.topology.load import list_presets, load_topology
+from collsim.topology.load import list_presets, load_topology, presets_with
 from collsim.topology.route import VIA_KINDS, Route
-from collsim.topology.topology import Topology
+from collsim.topology.topology import FabricFeatures, Topology
 
 __all__ = [
     "Topology",
+    "FabricFeatures",
+    "presets_with",
     "Route",
     "VIA_KINDS",
     "load_topology",

@@ -14,6 +14,11 @@ Two formats, told apart by their keys.
       - {between: [gpu0, sw], link_type: nvlink4, count: 18}
       - {between: [gpu1, sw], link_type: nvlink4, count: 18}
 
+Both formats take ``nvls: {multicast: true, reduction: true, source: "..."}``:
+what the switches do besides forwarding (NVLink SHARP: NVSwitch gen 3 and
+later), which protocols with multimem operations need. Without it a topology
+has neither.
+
 Node kinds: ``gpu``, ``nvswitch``, ``pcie-switch``, ``cpu``; any node may set
 ``traversal_latency_us``. GPU nodes take ``model`` (or the top-level
 ``gpu``) and may override ``generation``, ``sm``, ``hbm_gbps``,
@@ -66,12 +71,13 @@ from collsim.topology.catalog import (
     link_type_names,
     traversal_latency_us,
 )
-from collsim.topology.topology import Topology
+from collsim.topology.topology import FabricFeatures, Topology
 from collsim.yamlsource import KeyPath, Locator
 
 __all__ = ["build_topology", "DIMENSION_KINDS", "COMMON_KEYS", "EXPLICIT_KEYS", "SHORTHAND_KEYS"]
 
-COMMON_KEYS = ("name", "description", "gpu", "sources", "notes")
+COMMON_KEYS = ("name", "description", "gpu", "sources", "notes", "nvls")
+NVLS_KEYS = ("multicast", "reduction", "source")
 EXPLICIT_KEYS = ("nodes", "edges")
 SHORTHAND_KEYS = (
     "topology", "npus", "npus_count", "bandwidth", "latency", "latency_us", "link_type",
@@ -450,6 +456,24 @@ def _build_shorthand(loc: Locator, data: Mapping[str, Any]) -> tuple[nx.Graph, d
     return graph, node_paths
 
 
+def _fabric(loc: Locator, data: Mapping[str, Any]) -> FabricFeatures:
+    value = data.get("nvls")
+    if value is None:
+        return FabricFeatures()
+    value = _mapping(loc, value, ("nvls",), "nvls")
+    _check_keys(loc, value, ("nvls",), NVLS_KEYS)
+    flags = {}
+    for key in ("multicast", "reduction"):
+        flag = value.get(key, False)
+        if not isinstance(flag, bool):
+            raise loc.error(f"must be true or false, not {flag!r}", ("nvls", key))
+        flags[key] = flag
+    source = value.get("source", "")
+    if (flags["multicast"] or flags["reduction"]) and not source:
+        raise loc.error("missing field 'source': say who states the switches do it", ("nvls", "source"))
+    return FabricFeatures(source=str(source), **flags)
+
+
 # ---------------------------------------------------------------- entry point
 
 def build_topology(
@@ -491,5 +515,7 @@ def build_topology(
     if data.get("gpu") is not None:
         _gpu_model(loc, data["gpu"], ("gpu",))
 
+    fabric = _fabric(loc, data)
     graph, node_paths = (_build_explicit if explicit else _build_shorthand)(loc, data)
-    return Topology(name, graph, description=str(description), sources=sources, locator=loc, node_paths=node_paths)
+    return Topology(name, graph, description=str(description), sources=sources, locator=loc, node_paths=node_paths,
+                    fabric=fabric)

@@ -27,6 +27,7 @@ __all__ = [
     "data_dir",
     "gpu_model_names",
     "gpu_properties",
+    "gpu_memory_bytes",
     "link_type_names",
     "link_type_info",
     "traversal_latency_us",
@@ -74,6 +75,19 @@ def gpu_properties(model: str) -> dict[str, Any]:
     entry = _catalog("_gpus.yaml")["gpus"][model]
     props = {key: entry[key] for key in ("generation", "sm", "hbm_gbps", "sm_count", "nvlink")}
     return {"model": model, **props}
+
+
+def gpu_memory_bytes(model: str | None = None) -> int:
+    """Memory capacity of GPU ``model`` in bytes (``memory_gib``); for a model the catalog does not hold
+    (or ``None``), the largest the catalog knows.
+
+    >>> gpu_memory_bytes("H100") // 2**30, gpu_memory_bytes("no-such-gpu") // 2**30
+    (80, 186)
+    """
+    gpus = _catalog("_gpus.yaml")["gpus"]
+    if model in gpus and gpus[model].get("memory_gib"):
+        return int(gpus[model]["memory_gib"] * 2**30)
+    return int(max(entry.get("memory_gib") or 0 for entry in gpus.values()) * 2**30)
 
 
 def link_type_names() -> list[str]:

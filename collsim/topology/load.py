@@ -23,7 +23,7 @@ from collsim.topology.catalog import data_dir
 from collsim.topology.topology import Topology
 from collsim.yamlsource import Locator, load_yaml_with_lines, looks_like_path
 
-__all__ = ["list_presets", "load_topology", "TopologySpec"]
+__all__ = ["list_presets", "presets_with", "load_topology", "TopologySpec"]
 
 #: What :func:`load_topology` accepts.
 TopologySpec = "str | os.PathLike[str] | Mapping[str, Any] | Topology"
@@ -32,6 +32,20 @@ TopologySpec = "str | os.PathLike[str] | Mapping[str, Any] | Topology"
 def list_presets() -> list[str]:
     """Names of the packaged topology presets, sorted."""
     return list(_preset_names())
+
+
+def presets_with(features: Any) -> list[str]:
+    """The presets whose switches do every one of ``features`` (``multicast``, ``reduction``: NVLink SHARP).
+
+    >>> presets_with({"multicast", "reduction"})
+    ['gb200-nvl72', 'hgx-b200', 'hgx-h100', 'hgx-h200']
+    """
+    out = []
+    for name in list_presets():
+        declared = _preset_document(name)[0].get("nvls") or {}
+        if all(declared.get(feature) is True for feature in features):
+            out.append(name)
+    return out
 
 
 @cache
@@ -45,6 +59,12 @@ def _preset_names() -> tuple[str, ...]:
 
 def _preset_text(name: str) -> str:
     return (data_dir() / f"{name}.yaml").read_text(encoding="utf-8")
+
+
+@cache
+def _preset_document(name: str) -> tuple[Any, Any]:
+    """A preset file's YAML document and its line map (read once per process, like the preset names)."""
+    return load_yaml_with_lines(_preset_text(name), f"{name}.yaml")
 
 
 @lru_cache(maxsize=32)

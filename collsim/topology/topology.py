@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Hashable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
@@ -47,12 +48,36 @@ from collsim.topology.routing import (
 )
 from collsim.yamlsource import KeyPath, Locator
 
-__all__ = ["Topology", "FABRIC_KIND", "SWITCH_KINDS"]
+__all__ = ["Topology", "FabricFeatures", "FABRIC_KIND", "SWITCH_KINDS"]
 
 #: Kind of the logical node that stands for a set of NVSwitch planes.
 FABRIC_KIND = "nvswitch-fabric"
 #: Physical switch chip kinds (counted by :meth:`Topology.summary`).
 SWITCH_KINDS = ("nvswitch", "pcie-switch")
+
+
+@dataclass(frozen=True)
+class FabricFeatures:
+    """What the switches between a topology's GPUs do besides forwarding (NVLink SHARP, NVSwitch gen 3+).
+
+    ``multicast``: one write through a multicast address reaches every GPU of the group (``multimem.st``,
+    ``multimem.red``); ``reduction``: the switch reads every GPU's copy and returns the reduced value
+    (``multimem.ld_reduce``). ``source`` says who states it. A topology that does not say has neither.
+
+    >>> FabricFeatures(multicast=True).lacks({"multicast", "reduction"})
+    ['reduction']
+    """
+
+    multicast: bool = False
+    reduction: bool = False
+    source: str = ""
+
+    def has(self, feature: str) -> bool:
+        return bool(getattr(self, feature))
+
+    def lacks(self, needs: Any) -> list[str]:
+        """The features of ``needs`` (names of :data:`collsim.ir.program.FABRIC_FEATURES`) this fabric lacks."""
+        return sorted(f for f in needs if not self.has(f))
 
 
 def _routed(u: Hashable, v: Hashable, data: dict[str, Any]) -> bool:
@@ -92,6 +117,8 @@ class Topology:
         Where the input was written, for errors.
     node_paths : mapping, optional
         Input path of each node, so errors about a node point at its line.
+    fabric : FabricFeatures, optional
+        What its switches do besides forwarding (NVLS multicast and reductions); none by default.
 
     Raises
     ------
@@ -108,8 +135,10 @@ class Topology:
         sources: Mapping[str, Any] | None = None,
         locator: Locator | None = None,
         node_paths: Mapping[Hashable, KeyPath] | None = None,
+        fabric: FabricFeatures | None = None,
     ) -> None:
         self.name = name
+        self.fabric = fabric or FabricFeatures()
         self.graph = graph
         self.description = description
         self.sources: dict[str, Any] = dict(sources or {})

@@ -1,10 +1,11 @@
 """On-disk verdict cache, so consumers (the CUDA emitter) can ask "was this verified?" without re-solving.
 
 A verdict is stored under a hash of everything it depends on: the verifier
-version, the flattened program of every rank and launch at the bound (which
-covers the protocol, its parameters, the algorithm and the instance size),
-the memory model, the assumptions and the engine. Change any of them and
-the key changes. The cache lives in ``.collsim-cache/verify/`` of the
+version, the protocol's identity (:attr:`collsim.ir.protocol.Protocol.key`:
+class, name and parameters), the algorithm, the flattened program of every
+rank and launch at the bound, the bound, the memory model, the assumptions,
+the data domain, the properties checked and whether the dependencies are
+re-checked. Change any of them and the key changes. The cache lives in ``.collsim-cache/verify/`` of the
 current directory (``COLLSIM_CACHE_DIR`` overrides the root).
 """
 from __future__ import annotations

@@ -45,9 +45,9 @@ from typing import Any, Iterable
 
 import z3
 
-from collsim.errors import InputError, UnsupportedError
+from collsim.errors import CollsimError, InputError, UnsupportedError
 from collsim.verify.events import Event, Placement, Program, value_const
-from collsim.verify.models import MODELS
+from collsim.verify.models import MEMORY_MODELS
 from collsim.verify.solver import DEFAULT_TIMEOUT_S, exists
 
 __all__ = [
@@ -147,7 +147,7 @@ class _Ctx:
         self.file, self.line, self.name = file, line, name
 
     def error(self, message: str, fld: str | None = None, choices: Iterable[str] | None = None,
-              unsupported: bool = False) -> InputError:
+              unsupported: bool = False) -> CollsimError:
         cls = UnsupportedError if unsupported else InputError
         prefix = f"test '{self.name}': " if self.name else ""
         return cls(prefix + message, file=self.file, line=self.line, field=fld, choices=choices)
@@ -778,8 +778,8 @@ def parse_condition(text: str, *, ctx: _Ctx | None = None, threads: list[str],
 def evaluate(test: LitmusTest, model: str = "ptx", timeout_s: float | None = DEFAULT_TIMEOUT_S,
              want_witness: bool = True) -> LitmusResult:
     """Decide whether the test's outcome is reachable under ``model``."""
-    if model not in MODELS:
-        raise InputError(f"unknown memory model '{model}'", field="model", choices=sorted(MODELS))
+    if model not in MEMORY_MODELS:
+        raise InputError(f"unknown memory model '{model}'", field="model", choices=sorted(MEMORY_MODELS))
     res = exists(test.program, test.outcome, model=model, timeout_s=timeout_s,
                  extra=test.register_terms() if want_witness else None)
     observed = {"sat": "allowed", "unsat": "forbidden"}.get(res.status, "unknown")

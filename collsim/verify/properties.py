@@ -1,6 +1,6 @@
 """Candidate executions of a lowered program in Z3, and the properties checked over them.
 
-:class:`Execution` turns the events of :func:`collsim.verify.lower.lower`
+:class:`Execution` turns the events of :func:`collsim.verify.lower.lower_instance`
 into Z3 constraints whose models are exactly the executions the memory
 model allows (within the bound); :data:`PROPERTIES` are formulas over those
 executions whose satisfiability means "violated".
@@ -22,8 +22,8 @@ below; every use of causality in an axiom or a property is negative, so a
 solver looking for a violation is free to pick the least clocks, which are
 the exact causality order. This encoding and the model layer's
 (:mod:`collsim.verify.models`, which decides the litmus tests) are checked
-against each other: :func:`collsim.verify.lower.to_event_program` and
-:func:`collsim.verify.bridge.to_lowered` translate between their event forms.
+against each other: :func:`collsim.verify.bridge.to_event_program` and
+:func:`collsim.verify.bridge.to_instance` translate between their event forms.
 
 Polls follow the Dartagnan convention: the read that ends a spin satisfies
 its predicate and only executions in which every thread finishes count.
@@ -38,9 +38,12 @@ from typing import Any, Iterable
 
 import z3
 
-from collsim.verify.lower import Event, Instr, Lin, Lowered, RefRun
+from collsim.ir.ops import NotEqual
+from collsim.verify.instance import EventKind, InstrKind, Lin, VerifyEvent, VerifyInstance, VerifyInstr
+from collsim.verify.reference import RefRun
 
-__all__ = ["Execution", "PROPERTIES", "PROPERTY_TITLES", "normalize_property", "Query"]
+__all__ = ["Execution", "PROPERTIES", "PROPERTY_TITLES", "normalize_property", "Query", "consumer_instrs",
+           "stale_or_early", "torn", "data_race", "hang", "postcondition", "sentinel_collision"]
 
 #: properties in report order
 PROPERTIES = (
@@ -72,6 +75,8 @@ def normalize_property(name: str) -> str:
     return key
 
 
+#: fences and barriers count as strong in the morally-strong relation
+_ORDERING = frozenset({EventKind.FENCE, EventKind.BARRIER})
 _ACQ = ("acquire", "acq_rel")
 _REL = ("release", "acq_rel")
 _SCOPE_RANK = {"cta": 0, "gpu": 1, "sys": 2}
@@ -82,18 +87,25 @@ class Execution:
 
     Parameters
     ----------
-    low : Lowered
+    low : VerifyInstance
     model : "ptx" or "sc"
     liveness : bool
         Let polls be stuck (hang check) instead of requiring every thread to finish.
     symbolic_inputs : bool
         Input elements are unconstrained integers instead of distinct constants.
+    ctx : z3.Context, optional
+        The context every term and the solver are built in (default: z3's main
+        context, which the terms of an event program converted by
+        :mod:`collsim.verify.bridge` live in). The verifier passes a fresh one
+        per verification, so what this process solved before does not change
+        a verdict or its counterexample.
     """
 
-    def __init__(self, low: Lowered, model: str = "ptx", liveness: bool = False,
-                 symbolic_inputs: bool = False) -> None:
+    def __init__(self, low: VerifyInstance, model: str = "ptx", liveness: bool = False,
+                 symbolic_inputs: bool = False, ctx: z3.Context | None = None) -> None:
         if model not in ("ptx", "sc"):
             raise ValueError(f"memory model is 'ptx' or 'sc', not {model!r}")
+        self.ctx = ctx if ctx is not None else z3.main_ctx()
         self.low = low
         self.model = model
         self.live = liveness
@@ -105,8 +117,9 @@ class Execution:
         self._inputs = low.input_env()
         self.input_terms: dict[tuple, Any] = {}
         for key, value in self._inputs.items():
-            self.input_terms[key] = z3.Int("in_%d_%d_%d" % key[1:]) if symbolic_inputs else z3.IntVal(value)
-        self.read_var: dict[int, Any] = {e.id: z3.Int(f"v{e.id}") for e in self.ev if e.is_read}
+            self.input_terms[key] = (z3.Int("in_%d_%d_%d" % key[1:], ctx=self.ctx) if symbolic_inputs
+                                     else z3.IntVal(value, ctx=self.ctx))
+        self.read_var: dict[int, Any] = {e.id: z3.Int(f"v{e.id}", ctx=self.ctx) for e in self.ev if e.is_read}
         self._build_exec()
         self._build_rf()
         self._build_co()
@@ -120,33 +133,33 @@ class Execution:
     def fresh(self, prefix: str, sort: str = "bool") -> Any:
         self._fresh += 1
         name = f"{prefix}!{self._fresh}"
-        return z3.Bool(name) if sort == "bool" else z3.Int(name)
+        return z3.Bool(name, ctx=self.ctx) if sort == "bool" else z3.Int(name, ctx=self.ctx)
 
     def lin(self, value: Lin) -> Any:
         if isinstance(value, z3.ExprRef):  # events converted from the event interface
             return value
-        terms = [z3.IntVal(value.c)] if value.c or not value.terms else []
+        terms = [z3.IntVal(value.c, ctx=self.ctx)] if value.c or not value.terms else []
         for key, coeff in value.terms.items():
             atom = self.input_terms[key] if key[0] == "in" else self.read_var[key[1]]
             terms.append(atom if coeff == 1 else coeff * atom)
         return terms[0] if len(terms) == 1 else z3.Sum(terms)
 
-    def wval(self, w: Event | None, loc: tuple) -> Any:
+    def wval(self, w: VerifyEvent | None, loc: tuple) -> Any:
         """The value a write (``None``: the initial value of ``loc``) stores."""
         if w is None:
-            return z3.IntVal(self.low.init[loc])
+            return z3.IntVal(self.low.init[loc], ctx=self.ctx)
         return self.lin(w.value)
 
-    def rval(self, r: Event) -> Any:
+    def rval(self, r: VerifyEvent) -> Any:
         return self.read_var[r.id]
 
-    def same_thread(self, a: Event, b: Event) -> bool:
+    def same_thread(self, a: VerifyEvent, b: VerifyEvent) -> bool:
         return a.thread == b.thread
 
-    def po(self, a: Event, b: Event) -> bool:
+    def po(self, a: VerifyEvent, b: VerifyEvent) -> bool:
         return a.thread == b.thread and a.instr < b.instr
 
-    def scope_includes(self, a: Event, other_thread: int) -> bool:
+    def scope_includes(self, a: VerifyEvent, other_thread: int) -> bool:
         """Does ``a``'s scope include ``other_thread``? (placement: ``(rank, cta, gpu)``)"""
         if a.scope == "sys":
             return True
@@ -156,14 +169,14 @@ class Execution:
             return (cta, gpu) == (other_cta, other_gpu)
         return gpu == other_gpu
 
-    def ms(self, a: Event, b: Event) -> bool:
+    def ms(self, a: VerifyEvent, b: VerifyEvent) -> bool:
         """Morally strong (PTX): related in po, or both strong with scopes including each other; same location."""
         if a.is_mem and b.is_mem and a.loc != b.loc:
             return False
         if a.thread == b.thread:
             return True
-        strong_a = a.kind in ("F", "BAR") or a.strong
-        strong_b = b.kind in ("F", "BAR") or b.strong
+        strong_a = a.kind in _ORDERING or a.strong
+        strong_b = b.kind in _ORDERING or b.strong
         return strong_a and strong_b and self.scope_includes(a, b.thread) and self.scope_includes(b, a.thread)
 
     # -- execution (which events run) ----------------------------------------
@@ -172,47 +185,47 @@ class Execution:
         self.stuck: dict[int, Any] = {}
         self.reached: dict[tuple[int, int], Any] = {}
         if not self.live:
-            self._exec = {e.id: low.guards.get(e.id, z3.BoolVal(True)) for e in self.ev}
-            self.passed_all = z3.BoolVal(True)
+            self._exec = {e.id: low.guards.get(e.id, z3.BoolVal(True, ctx=self.ctx)) for e in self.ev}
+            self.passed_all = z3.BoolVal(True, ctx=self.ctx)
             return
-        bars: dict[tuple, list[Instr]] = {}
+        bars: dict[tuple, list[VerifyInstr]] = {}
         for thread in low.threads:
             for instr in thread:
-                if instr.kind == "bar":
+                if instr.kind == InstrKind.BARRIER:
                     bars.setdefault(instr.events[0].bar, []).append(instr)
         for t, thread in enumerate(low.threads):
             for instr in thread:
-                self.reached[(t, instr.index)] = z3.Bool(f"reach_{t}_{instr.index}")
+                self.reached[(t, instr.index)] = z3.Bool(f"reach_{t}_{instr.index}", ctx=self.ctx)
         for t, thread in enumerate(low.threads):
             self.cons.append(self.reached[(t, 0)]) if thread else None
             for instr in thread:
                 here = self.reached[(t, instr.index)]
                 passes = [here]
-                if instr.kind == "poll":
-                    s = z3.Bool(f"stuck_{instr.id}")
+                if instr.kind == InstrKind.POLL:
+                    s = z3.Bool(f"stuck_{instr.id}", ctx=self.ctx)
                     self.stuck[instr.id] = s
                     self.cons.append(z3.Implies(s, here))
                     passes.append(z3.Not(s))
-                if instr.kind == "bar":
+                if instr.kind == InstrKind.BARRIER:
                     passes += [self.reached[(m.thread, m.index)] for m in bars[instr.events[0].bar]]
                 nxt = self.reached.get((t, instr.index + 1))
                 if nxt is not None:
-                    self.cons.append(nxt == z3.And(passes))
+                    self.cons.append(nxt == z3.And(passes, self.ctx))
                 else:
-                    self.reached[(t, "done")] = z3.And(passes)
+                    self.reached[(t, "done")] = z3.And(passes, self.ctx)
         self._exec = {e.id: self.reached[(e.thread, e.instr)] for e in self.ev}
 
-    def exe(self, e: Event) -> Any:
+    def exe(self, e: VerifyEvent) -> Any:
         return self._exec[e.id]
 
-    def wr(self, w: Event) -> Any:
+    def wr(self, w: VerifyEvent) -> Any:
         """The write event runs and writes (a failing ``cas`` does not)."""
         if w.writes_if is None:
             return self._exec[w.id]
         return z3.And(self._exec[w.id], w.writes_if)
 
     # -- reads-from ------------------------------------------------------------
-    def _candidate_ok(self, w: Event | None, r: Event) -> bool:
+    def _candidate_ok(self, w: VerifyEvent | None, r: VerifyEvent) -> bool:
         if w is not None:
             if w.id == r.id or (w.thread == r.thread and w.instr >= r.instr):
                 return False  # po-later (or same instruction) writes of the reading thread
@@ -222,22 +235,20 @@ class Execution:
         value = self.low.init[r.loc] if w is None else (w.value.c if w.value.is_const else None)
         if value is None:
             return True
-        from collsim.verify.lower import _holds
-
-        return _holds(instr.predicate, value)
+        return instr.predicate.holds(value)
 
     def _build_rf(self) -> None:
         self.rf: dict[tuple[int | None, int], Any] = {}
-        self.cands: dict[int, list[Event | None]] = {}
+        self.cands: dict[int, list[VerifyEvent | None]] = {}
         for r in self.ev:
             if not r.is_read:
                 continue
-            cands: list[Event | None] = [None] + self.low.writes_at(r.loc)
+            cands: list[VerifyEvent | None] = [None] + self.low.writes_at(r.loc)
             cands = [w for w in cands if self._candidate_ok(w, r)]
             self.cands[r.id] = cands
             lits = []
             for w in cands:
-                v = z3.Bool(f"rf_{'i' if w is None else w.id}_{r.id}")
+                v = z3.Bool(f"rf_{'i' if w is None else w.id}_{r.id}", ctx=self.ctx)
                 self.rf[(None if w is None else w.id, r.id)] = v
                 lits.append(v)
                 self.cons.append(z3.Implies(v, self.rval(r) == self.wval(w, r.loc)))
@@ -247,13 +258,13 @@ class Execution:
                 self.cons.append(z3.Not(self.exe(r)))
                 continue
             if self.live or self.low.guards:
-                self.cons.append(z3.Implies(self.exe(r), z3.PbEq([(x, 1) for x in lits], 1)))
-                self.cons.append(z3.Implies(z3.Not(self.exe(r)), z3.Not(z3.Or(lits))))
+                self.cons.append(z3.Implies(self.exe(r), z3.PbEq([(x, 1) for x in lits], 1, ctx=self.ctx)))
+                self.cons.append(z3.Implies(z3.Not(self.exe(r)), z3.Not(z3.Or(lits, self.ctx))))
             else:
-                self.cons.append(z3.PbEq([(x, 1) for x in lits], 1))
+                self.cons.append(z3.PbEq([(x, 1) for x in lits], 1, ctx=self.ctx))
 
-    def rf_lit(self, w: Event | None, r: Event) -> Any:
-        return self.rf.get((None if w is None else w.id, r.id), z3.BoolVal(False))
+    def rf_lit(self, w: VerifyEvent | None, r: VerifyEvent) -> Any:
+        return self.rf.get((None if w is None else w.id, r.id), z3.BoolVal(False, ctx=self.ctx))
 
     # -- coherence order -------------------------------------------------------
     def _build_co(self) -> None:
@@ -264,14 +275,14 @@ class Execution:
                 for b in ws[i + 1:]:
                     if a.thread == b.thread:
                         first, second = (a, b) if a.instr < b.instr else (b, a)
-                        self.co[(first.id, second.id)] = z3.BoolVal(True)
-                        self.co[(second.id, first.id)] = z3.BoolVal(False)
+                        self.co[(first.id, second.id)] = z3.BoolVal(True, ctx=self.ctx)
+                        self.co[(second.id, first.id)] = z3.BoolVal(False, ctx=self.ctx)
                         continue
-                    ab = z3.Bool(f"co_{a.id}_{b.id}")
+                    ab = z3.Bool(f"co_{a.id}_{b.id}", ctx=self.ctx)
                     if self.model == "sc" or self.ms(a, b):
                         ba = z3.Not(ab)
                     else:
-                        ba = z3.Bool(f"co_{b.id}_{a.id}")
+                        ba = z3.Bool(f"co_{b.id}_{a.id}", ctx=self.ctx)
                         self.cons.append(z3.Not(z3.And(ab, ba)))
                     self.co[(a.id, b.id)] = ab
                     self.co[(b.id, a.id)] = ba
@@ -282,17 +293,17 @@ class Execution:
                             self.cons.append(z3.Implies(z3.And(self.co[(a.id, b.id)], self.co[(b.id, c.id)]),
                                                         self.co[(a.id, c.id)]))
 
-    def co_lit(self, a: Event | None, b: Event | None) -> Any:
+    def co_lit(self, a: VerifyEvent | None, b: VerifyEvent | None) -> Any:
         """``a`` before ``b`` in coherence order (``None`` is the initial write)."""
         if b is None:
-            return z3.BoolVal(False)
+            return z3.BoolVal(False, ctx=self.ctx)
         if a is None:
-            return z3.BoolVal(True)
+            return z3.BoolVal(True, ctx=self.ctx)
         if a.id == b.id:
-            return z3.BoolVal(False)
+            return z3.BoolVal(False, ctx=self.ctx)
         return self.co[(a.id, b.id)]
 
-    def fr_pairs(self, r: Event) -> Iterable[tuple[Any, Event]]:
+    def fr_pairs(self, r: VerifyEvent) -> Iterable[tuple[Any, VerifyEvent]]:
         """(condition, w) such that the condition means ``r`` reads from before ``w``."""
         for w in self.low.writes_at(r.loc):
             if w.id == r.id:
@@ -300,30 +311,30 @@ class Execution:
             terms = [z3.And(self.rf_lit(src, r), self.co_lit(src, w)) for src in self.cands[r.id]
                      if src is None or src.id != w.id]
             if terms:
-                yield z3.And(z3.Or(terms), self.wr(w)), w
+                yield z3.And(z3.Or(terms, self.ctx), self.wr(w)), w
 
     def _build_coherence_locally(self) -> None:
         """SC-per-location (ptx) or the single SC order (sc), and RMW atomicity."""
         if self.model == "sc":
-            clk = {e.id: z3.Int(f"sc_{e.id}") for e in self.ev}
+            clk = {e.id: z3.Int(f"sc_{e.id}", ctx=self.ctx) for e in self.ev}
             self.sc_clock = clk
             for thread in self.low.threads:
-                prev: list[Event] = []
+                prev: list[VerifyEvent] = []
                 for instr in thread:
                     for a in prev:
                         for b in instr.events:
                             self.cons.append(clk[a.id] < clk[b.id])
                     prev = instr.events or prev
-            bars: dict[tuple, list[Event]] = {}
+            bars: dict[tuple, list[VerifyEvent]] = {}
             for e in self.ev:
-                if e.kind == "BAR":
+                if e.kind == EventKind.BARRIER:
                     bars.setdefault(e.bar, []).append(e)
             for members in bars.values():
                 for m in members[1:]:
                     self.cons.append(clk[m.id] == clk[members[0].id])
             edge = lambda a, b: clk[a.id] < clk[b.id]  # noqa: E731
         else:
-            clk = {e.id: z3.Int(f"loc_{e.id}") for e in self.ev if e.is_mem}
+            clk = {e.id: z3.Int(f"loc_{e.id}", ctx=self.ctx) for e in self.ev if e.is_mem}
             for loc, events in self.low.locs.items():
                 for a in events:
                     for b in events:
@@ -351,7 +362,7 @@ class Execution:
         # stays unordered with it unless something else orders them (the PTX coherence
         # order is partial).
         for z in self.ev:
-            if z.kind != "RMW":
+            if z.kind != EventKind.RMW:
                 continue
             ws = self.low.writes_at(z.loc)
             for w in self.cands[z.id]:
@@ -399,21 +410,12 @@ class Execution:
                     self.cons.append(self.rf_lit(w0, r0) == self.rf_lit(w, r))
 
     # -- polls -------------------------------------------------------------------
-    @staticmethod
-    def predicate(pred: tuple, value: Any) -> Any:
-        kind, target = pred
-        if kind == "eq":
-            return value == target
-        if kind == "ge":
-            return value >= target
-        return value != target
-
     def _build_polls(self) -> None:
         for instr in self.low.instrs:
-            if instr.kind != "poll":
+            if instr.kind != InstrKind.POLL:
                 continue
             polled = [e for e in instr.events if e.polled]
-            ok = z3.And([self.predicate(instr.predicate, self.rval(e)) for e in polled])
+            ok = z3.And([instr.predicate.holds(self.rval(e)) for e in polled], self.ctx)
             if not self.live:
                 self.cons.append(ok)
                 continue
@@ -426,11 +428,12 @@ class Execution:
                     later = [z3.And(self.wr(o), self.co_lit(w, o)) for o in self.low.writes_at(r.loc)
                              if w is None or o.id != w.id]
                     if later:
-                        self.cons.append(z3.Implies(z3.And(stuck, self.rf_lit(w, r)), z3.Not(z3.Or(later))))
+                        self.cons.append(z3.Implies(z3.And(stuck, self.rf_lit(w, r)),
+                                                    z3.Not(z3.Or(later, self.ctx))))
 
     # -- no thin air ---------------------------------------------------------------
     def _build_thin_air(self) -> None:
-        clk = {e.id: z3.Int(f"nta_{e.id}") for e in self.ev}
+        clk = {e.id: z3.Int(f"nta_{e.id}", ctx=self.ctx) for e in self.ev}
         for r in self.ev:
             if r.is_read:
                 for w in self.cands[r.id]:
@@ -448,14 +451,14 @@ class Execution:
                 if current is not None:
                     for e in instr.events:
                         self.cons.append(current < clk[e.id])
-                if instr.kind == "poll":
+                if instr.kind == InstrKind.POLL:
                     g = self.fresh("ctrl", "int")
                     for e in instr.events:
                         self.cons.append(clk[e.id] < g)
                     if current is not None:
                         self.cons.append(current <= g)
                     current = g
-                elif instr.kind == "bar":
+                elif instr.kind == InstrKind.BARRIER:
                     key = instr.events[0].bar
                     if key not in bar_frontier:
                         bar_frontier[key] = self.fresh("barctrl", "int")
@@ -467,13 +470,13 @@ class Execution:
         self.nta_clock = clk
 
     # -- causality (vector clocks) -------------------------------------------------
-    def _is_sink(self, e: Event, seen_strong_read: bool) -> bool:
+    def _is_sink(self, e: VerifyEvent, seen_strong_read: bool) -> bool:
         """Can ``e`` end a synchronization (the last event of an acquire pattern, a barrier, a fence.sc)?"""
-        if e.kind == "BAR":
+        if e.kind == EventKind.BARRIER:
             return True
         if self.model == "sc":
             return e.is_read and e.strong
-        if e.kind == "F":
+        if e.kind == EventKind.FENCE:
             return seen_strong_read or e.sem == "sc"
         return e.is_read and e.sem in _ACQ and e.returns_value
 
@@ -490,7 +493,7 @@ class Execution:
         self.V: dict[int, list[Any]] = {}  # sink event -> clock per thread
         self.J: list[list[Any]] = []  # per thread, per instr: join of sinks in instructions <= instr
         self.J_before: list[list[Any]] = []  # per thread, per instr: join of sinks in instructions < instr
-        zero = [z3.IntVal(0)] * T
+        zero = [z3.IntVal(0, ctx=self.ctx)] * T
         for t, thread in enumerate(low.threads):
             prev = zero
             joins, befores = [], []
@@ -499,9 +502,10 @@ class Execution:
                 befores.append(prev)
                 sinks = [e for e in instr.events if self._is_sink(e, strong_read)]
                 if sinks:
-                    join = [None if u == t else z3.Int(f"J_{t}_{instr.index}_{u}") for u in range(T)]
+                    join = [None if u == t else z3.Int(f"J_{t}_{instr.index}_{u}", ctx=self.ctx)
+                            for u in range(T)]
                     for e in sinks:
-                        vec = [None if u == t else z3.Int(f"V_{e.id}_{u}") for u in range(T)]
+                        vec = [None if u == t else z3.Int(f"V_{e.id}_{u}", ctx=self.ctx) for u in range(T)]
                         self.V[e.id] = vec
                         for u in range(T):
                             if u != t:
@@ -529,23 +533,23 @@ class Execution:
                         self._sync_cond.setdefault((w.id, r.id), []).append(self.obs(w, r))
         self._barrier_edges()
         for (a_id, b_id), conds in self._sync_cond.items():
-            self._edge(self.ev[a_id], self.ev[b_id], z3.Or(conds))
+            self._edge(self.ev[a_id], self.ev[b_id], z3.Or(conds, self.ctx))
         self._causality_axioms()
 
-    def v_in(self, e: Event, u: int) -> Any:
+    def v_in(self, e: VerifyEvent, u: int) -> Any:
         """How many leading instructions of thread ``u`` precede ``e`` in causality order (an int term)."""
         if e.id in self.V:
             return self.V[e.id][u]
         return self.J_before[e.thread][e.instr][u]
 
-    def v_out(self, a: Event, u: int) -> Any:
+    def v_out(self, a: VerifyEvent, u: int) -> Any:
         """What a synchronization from ``a`` passes on about thread ``u``."""
         if u == a.thread:
             whole = len(self.low.threads[a.thread][a.instr].events) == 1
-            return z3.IntVal(a.instr + 1 if whole else a.instr)
+            return z3.IntVal(a.instr + 1 if whole else a.instr, ctx=self.ctx)
         return self.v_in(a, u)
 
-    def _edge(self, a: Event, b: Event, cond: Any) -> None:
+    def _edge(self, a: VerifyEvent, b: VerifyEvent, cond: Any) -> None:
         vec = self.V.get(b.id)
         if vec is None:
             raise AssertionError(f"sync target {b.label} is not a synchronization point")
@@ -558,7 +562,7 @@ class Execution:
         """observation = (ms & rf) | observation; rmw; observation — through RMW chains."""
         self._obs: dict[tuple[int, int], Any] = {}
         for loc, events in self.low.locs.items():
-            rmws = [e for e in events if e.kind == "RMW"]
+            rmws = [e for e in events if e.kind == EventKind.RMW]
             if not rmws:
                 continue
             writes = [e for e in events if e.is_write and e.strong]
@@ -566,7 +570,7 @@ class Execution:
             for w in writes:
                 for r in reads:
                     if w.id != r.id:
-                        self._obs[(w.id, r.id)] = z3.Bool(f"obs_{w.id}_{r.id}")
+                        self._obs[(w.id, r.id)] = z3.Bool(f"obs_{w.id}_{r.id}", ctx=self.ctx)
             for w in writes:
                 for r in reads:
                     if w.id == r.id:
@@ -579,11 +583,11 @@ class Execution:
                             continue
                         self.cons.append(z3.Implies(z3.And(self._obs[(w.id, z.id)], self.rf_lit(z, r)), o))
 
-    def obs(self, w: Event, r: Event) -> Any:
+    def obs(self, w: VerifyEvent, r: VerifyEvent) -> Any:
         if (w.id, r.id) in self._obs:
             return self._obs[(w.id, r.id)]
         if not (w.strong and r.strong and self.ms(w, r)):
-            return z3.BoolVal(False)
+            return z3.BoolVal(False, ctx=self.ctx)
         return self.rf_lit(w, r)
 
     def _release_acquire_edges(self) -> None:
@@ -609,27 +613,27 @@ class Execution:
                     for a, b in pairs:
                         self._sync_cond.setdefault((a.id, b.id), []).append(o)
 
-    def _release_sources(self, w: Event, thread: list[Instr]) -> list[Event]:
+    def _release_sources(self, w: VerifyEvent, thread: list[VerifyInstr]) -> list[VerifyEvent]:
         out = []
         if w.sem in _REL:
             out.append(w)
         for instr in reversed(thread[: w.instr]):
             for e in instr.events:
-                if e.kind == "F" and e not in out:
+                if e.kind == EventKind.FENCE and e not in out:
                     out.append(e)
                     return out
                 if e.is_write and e.loc == w.loc and e.sem in _REL and not out:
                     out.append(e)
         return out
 
-    def _acquire_sinks(self, r: Event, thread: list[Instr]) -> list[Event]:
+    def _acquire_sinks(self, r: VerifyEvent, thread: list[VerifyInstr]) -> list[VerifyEvent]:
         out = []
         if r.sem in _ACQ:
             out.append(r)
         found_read = bool(out)
         for instr in thread[r.instr + 1:]:
             for e in instr.events:
-                if e.kind == "F":
+                if e.kind == EventKind.FENCE:
                     out.append(e)
                     return out
                 if not found_read and e.is_read and e.returns_value and e.loc == r.loc and e.sem in _ACQ:
@@ -638,8 +642,8 @@ class Execution:
         return out
 
     def _fence_sc_edges(self) -> None:
-        fences = [e for e in self.ev if e.kind == "F" and e.sem == "sc"]
-        self.sc_pos = {f.id: z3.Int(f"scpos_{f.id}") for f in fences}
+        fences = [e for e in self.ev if e.kind == EventKind.FENCE and e.sem == "sc"]
+        self.sc_pos = {f.id: z3.Int(f"scpos_{f.id}", ctx=self.ctx) for f in fences}
         if len(fences) > 1:
             self.cons.append(z3.Distinct([self.sc_pos[f.id] for f in fences]))
         for a in fences:
@@ -660,31 +664,31 @@ class Execution:
                                             self.v_in(b, a.thread) <= a.instr))
 
     def _barrier_edges(self) -> None:
-        bars: dict[tuple, list[Event]] = {}
+        bars: dict[tuple, list[VerifyEvent]] = {}
         for e in self.ev:
-            if e.kind == "BAR":
+            if e.kind == EventKind.BARRIER:
                 bars.setdefault(e.bar, []).append(e)
         for members in bars.values():
-            done = z3.And([self.exe(m) for m in members])
+            done = z3.And([self.exe(m) for m in members], self.ctx)
             for a in members:
                 for b in members:
                     if a.id != b.id:
                         self._sync_cond.setdefault((a.id, b.id), []).append(done)
 
     # -- causality order as a formula -------------------------------------------------
-    def cause_base(self, x: Event, y: Event) -> Any:
+    def cause_base(self, x: VerifyEvent, y: VerifyEvent) -> Any:
         if x.thread == y.thread:
-            return z3.BoolVal(False)
+            return z3.BoolVal(False, ctx=self.ctx)
         v = self.v_in(y, x.thread)
         if z3.is_int_value(v):
-            return z3.BoolVal(x.instr < v.as_long())
-        return z3.IntVal(x.instr) < v
+            return z3.BoolVal(x.instr < v.as_long(), ctx=self.ctx)
+        return z3.IntVal(x.instr, ctx=self.ctx) < v
 
-    def _first_observer(self, x: Event, u: int) -> Any:
+    def _first_observer(self, x: VerifyEvent, u: int) -> Any:
         """An int no larger than the index of any read in thread ``u`` that observes write ``x``."""
         key = (x.id, u)
         if key not in self._first_obs:
-            m = z3.Int(f"fobs_{x.id}_{u}")
+            m = z3.Int(f"fobs_{x.id}_{u}", ctx=self.ctx)
             self._first_obs[key] = m
             readers = [r for r in self.low.reads_at(x.loc) if r.thread == u and r.id != x.id]
             self.cons.append(m >= 0)
@@ -696,7 +700,7 @@ class Execution:
                 self.cons.append(m == 10 ** 6)
         return self._first_obs[key]
 
-    def cause(self, x: Event, y: Event) -> Any:
+    def cause(self, x: VerifyEvent, y: VerifyEvent) -> Any:
         """``x`` precedes ``y`` in causality order (cause-base | observation; (cause-base | po-loc))."""
         terms = [self.cause_base(x, y)]
         if x.is_write and x.strong and self.model == "ptx":
@@ -707,12 +711,14 @@ class Execution:
                 if z3.is_int_value(v) and v.as_long() <= 0:
                     continue
                 terms.append(self._first_observer(x, u) < v)
-            if y.is_mem and y.loc == x.loc:
-                for z in self.low.reads_at(x.loc):
-                    if z.thread == y.thread and z.instr < y.instr and z.id != x.id:
-                        terms.append(self.obs(x, z))
+        # observation; po-loc orders x before a later access of the same element under either model (sc is
+        # sc-per-location too); the vector clocks alone miss it when x's instruction has other elements
+        if x.is_write and x.strong and y.is_mem and y.loc == x.loc:
+            for z in self.low.reads_at(x.loc):
+                if z.thread == y.thread and z.instr < y.instr and z.id != x.id:
+                    terms.append(self.obs(x, z))
         terms = [t for t in terms if not z3.is_false(t)]
-        return z3.Or(terms) if terms else z3.BoolVal(False)
+        return z3.Or(terms, self.ctx) if terms else z3.BoolVal(False, ctx=self.ctx)
 
     def _causality_axioms(self) -> None:
         self._first_obs: dict[tuple[int, int], Any] = {}
@@ -742,7 +748,7 @@ class Execution:
 
     # -- solver --------------------------------------------------------------------
     def solver(self, timeout_s: float | None = None) -> z3.Solver:
-        s = z3.SolverFor("QF_LIA")
+        s = z3.SolverFor("QF_LIA", ctx=self.ctx)
         if timeout_s:
             s.set("timeout", int(timeout_s * 1000))
         s.add(self.cons)
@@ -766,11 +772,16 @@ class Query:
     note: str | None = None
 
 
-def consumer_instrs(low: Lowered) -> list[Instr]:
+def _any_of(ex: Execution, lits: list[tuple[Any, dict]]) -> Any:
+    """The disjunction of the literals of ``lits`` (false when there are none), in ``ex``'s context."""
+    return z3.Or([lit for lit, _ in lits], ex.ctx) if lits else z3.BoolVal(False, ctx=ex.ctx)
+
+
+def consumer_instrs(low: VerifyInstance) -> list[VerifyInstr]:
     return [i for i in low.instrs if any(e.consumer for e in i.events)]
 
 
-def _source_position(ex: Execution, ref: RefRun, r: Event, w: Event | None) -> int:
+def _source_position(ex: Execution, ref: RefRun, r: VerifyEvent, w: VerifyEvent | None) -> int:
     return ref.position(r.loc, None if w is None else w.id)
 
 
@@ -791,7 +802,7 @@ def stale_or_early(ex: Execution, ref: RefRun, which: str) -> Query:
                 lits.append((lit, {"read": r, "write": w, "intended": intended}))
     if which == "early" and ex.live:
         for instr in low.instrs:
-            if instr.kind != "poll":
+            if instr.kind != InstrKind.POLL:
                 continue
             for r in instr.events:
                 if not r.polled:
@@ -803,7 +814,7 @@ def stale_or_early(ex: Execution, ref: RefRun, which: str) -> Query:
                         lit = z3.And(ex.stuck[instr.id], ex.rf_lit(w, r))
                         lits.append((lit, {"read": r, "write": w, "intended": intended, "stuck": True}))
     name = "stale-read" if which == "stale" else "early-overwrite"
-    return Query(name, z3.Or([l for l, _ in lits]) if lits else z3.BoolVal(False), lits, liveness=ex.live)
+    return Query(name, _any_of(ex, lits), lits, liveness=ex.live)
 
 
 def torn(ex: Execution, ref: RefRun) -> Query:
@@ -818,7 +829,7 @@ def torn(ex: Execution, ref: RefRun) -> Query:
         reads = [e for e in instr.events if e.is_read]
         if len(reads) < 2:
             continue
-        if any(w is not None and w.kind == "RMW" for r in reads for w in ex.cands[r.id]):
+        if any(w is not None and w.kind == EventKind.RMW for r in reads for w in ex.cands[r.id]):
             continue  # accumulated by atomics: each word legitimately has its own last writer
         intended = {None if ref.rf.get(r.id) is None else owner[ref.rf[r.id]] for r in reads}
         if len(intended) != 1:
@@ -833,7 +844,7 @@ def torn(ex: Execution, ref: RefRun) -> Query:
         for r in reads[1:]:
             lit = src[r.id] != src[first.id]
             lits.append((lit, {"instr": instr, "reads": reads}))
-    return Query("torn-read", z3.Or([l for l, _ in lits]) if lits else z3.BoolVal(False), lits)
+    return Query("torn-read", _any_of(ex, lits), lits)
 
 
 def data_race(ex: Execution) -> Query:
@@ -850,13 +861,13 @@ def data_race(ex: Execution) -> Query:
                     continue
                 lit = z3.And(ex.exe(a), ex.exe(b), z3.Not(ex.cause(a, b)), z3.Not(ex.cause(b, a)))
                 lits.append((lit, {"a": a, "b": b}))
-    return Query("data-race", z3.Or([l for l, _ in lits]) if lits else z3.BoolVal(False), lits)
+    return Query("data-race", _any_of(ex, lits), lits)
 
 
 def hang(ex: Execution) -> Query:
     assert ex.live
     lits = [(s, {"instr": ex.low.instrs[i]}) for i, s in ex.stuck.items()]
-    return Query("hang", z3.Or([l for l, _ in lits]) if lits else z3.BoolVal(False), lits, liveness=True)
+    return Query("hang", _any_of(ex, lits), lits, liveness=True)
 
 
 def postcondition(ex: Execution) -> tuple[Query, list[tuple]]:
@@ -869,11 +880,11 @@ def postcondition(ex: Execution) -> tuple[Query, list[tuple]]:
             unmodelled.append(key)
             continue
         if value == "missing":
-            lits.append((z3.BoolVal(True), {"output": key, "missing": True}))
+            lits.append((z3.BoolVal(True, ctx=ex.ctx), {"output": key, "missing": True}))
             continue
         lit = ex.lin(value) != ex.lin(expected)
         lits.append((lit, {"output": key, "value": value, "expected": expected}))
-    return Query("postcondition", z3.Or([l for l, _ in lits]) if lits else z3.BoolVal(False), lits), unmodelled
+    return Query("postcondition", _any_of(ex, lits), lits), unmodelled
 
 
 def sentinel_collision(ex: Execution, with_domain: bool) -> Query:
@@ -881,21 +892,21 @@ def sentinel_collision(ex: Execution, with_domain: bool) -> Query:
     low = ex.low
     sentinel_locs: dict[tuple, Any] = {}
     for instr in low.instrs:
-        if instr.kind == "poll" and instr.predicate[0] == "ne":
+        if instr.kind == InstrKind.POLL and isinstance(instr.predicate, NotEqual):
             for e in instr.events:
                 if e.polled:
-                    sentinel_locs[e.loc] = instr.predicate[1]
+                    sentinel_locs[e.loc] = instr.predicate.value
     lits = []
     for w in low.events:
         if not w.is_write or w.loc not in sentinel_locs or w.fill is not None or w.role != "data":
             continue
         lit = z3.And(ex.exe(w), ex.lin(w.value) == sentinel_locs[w.loc])
         lits.append((lit, {"write": w, "sentinel": sentinel_locs[w.loc]}))
-    formula = z3.Or([l for l, _ in lits]) if lits else z3.BoolVal(False)
+    formula = _any_of(ex, lits)
     if with_domain and low.forbidden_word is not None:
         restriction = [t != low.forbidden_word for t in ex.input_terms.values()]
         for w in low.events:  # partial sums stored from registers
             if w.is_write and w.fill is None and w.role == "data" and w.value is not None and len(w.value.terms) > 1:
                 restriction.append(ex.lin(w.value) != low.forbidden_word)
-        formula = z3.And(formula, z3.And(restriction))
+        formula = z3.And(formula, z3.And(restriction, ex.ctx))
     return Query("sentinel-collision", formula, lits, liveness=True, symbolic_inputs=True)

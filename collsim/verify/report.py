@@ -13,13 +13,18 @@ from typing import Any
 
 import z3
 
-from collsim.verify.lower import INPUT_BASE, INPUT_OFFSET, Event, Instr, Lowered, RefRun
+from collsim.verify.instance import (INPUT_BASE, INPUT_OFFSET, EventKind, InstrKind, VerifyEvent, VerifyInstance,
+                                     VerifyInstr)
+from collsim.verify.reference import RefRun
 
-__all__ = ["Step", "Counterexample", "describe_value", "build_counterexample"]
+__all__ = ["CounterexampleStep", "Counterexample", "describe_value", "build_counterexample"]
+
+#: instructions a timeline always shows: they synchronize
+_SYNC_INSTRS = frozenset({InstrKind.POLL, InstrKind.FENCE, InstrKind.RMW, InstrKind.BARRIER})
 
 
 @dataclass
-class Step:
+class CounterexampleStep:
     """One line of a timeline: one instruction of one thread."""
 
     rank: int
@@ -49,7 +54,7 @@ class Counterexample:
 
     property: str
     reason: str
-    steps: list[Step]
+    steps: list[CounterexampleStep]
     facts: dict[str, Any] = field(default_factory=dict)
 
     def render(self) -> str:
@@ -63,11 +68,11 @@ class Counterexample:
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> "Counterexample":
-        return Counterexample(data["property"], data["reason"], [Step(**s) for s in data["steps"]],
+        return Counterexample(data["property"], data["reason"], [CounterexampleStep(**s) for s in data["steps"]],
                               data.get("facts", {}))
 
 
-def _decode_inputs(value: int, low: Lowered) -> tuple[int, dict[tuple, int]] | None:
+def _decode_inputs(value: int, low: VerifyInstance) -> tuple[int, dict[tuple, int]] | None:
     """Split ``value`` into (small part, {input key: multiplicity}) if it is built from inputs."""
     floor = INPUT_BASE ** INPUT_OFFSET
     if value < floor:
@@ -89,7 +94,7 @@ def _decode_inputs(value: int, low: Lowered) -> tuple[int, dict[tuple, int]] | N
     return small, counts
 
 
-def describe_value(value: int, low: Lowered, role: str | None = None, symbolic: bool = False) -> str:
+def describe_value(value: int, low: VerifyInstance, role: str | None = None, symbolic: bool = False) -> str:
     """``value`` in words: a flag, the sentinel, zero, or the inputs it is made of."""
     if symbolic:
         text = f"{value}"
@@ -133,7 +138,7 @@ def _true(model: z3.ModelRef, term: Any) -> bool:
     return z3.is_true(model.eval(term, model_completion=True))
 
 
-def _writer_text(w: Event | None, low: Lowered) -> str:
+def _writer_text(w: VerifyEvent | None, low: VerifyInstance) -> str:
     if w is None:
         return "the initial value"
     return f"rank {w.rank} t{w.thread % low.bounds.threads} {w.label} (iteration {w.iteration})"
@@ -142,7 +147,7 @@ def _writer_text(w: Event | None, low: Lowered) -> str:
 class _Builder:
     def __init__(self, ex, model: z3.ModelRef, ref: RefRun | None) -> None:
         self.ex = ex
-        self.low: Lowered = ex.low
+        self.low: VerifyInstance = ex.low
         self.m = model
         self.ref = ref
         self.instr_of = {}
@@ -150,21 +155,22 @@ class _Builder:
             for e in instr.events:
                 self.instr_of[e.id] = instr
 
-    def executed(self, e: Event) -> bool:
+    def executed(self, e: VerifyEvent) -> bool:
         return _true(self.m, self.ex.exe(e))
 
-    def source(self, r: Event) -> Event | None:
+    def source(self, r: VerifyEvent) -> VerifyEvent | None:
         for w in self.ex.cands[r.id]:
             if _true(self.m, self.ex.rf_lit(w, r)):
                 return w
         return None
 
-    def value_text(self, e: Event, value: int) -> str:
+    def value_text(self, e: VerifyEvent, value: int) -> str:
         return describe_value(value, self.low, e.role, self.ex.symbolic)
 
-    def step(self, instr: Instr, focus: set[int] | None = None, mark: bool = False, note: str = "") -> Step:
+    def step(self, instr: VerifyInstr, focus: set[int] | None = None, mark: bool = False, note: str = "") -> CounterexampleStep:
         low = self.low
-        kinds = {"store": "writes", "load": "reads", "poll": "polls", "rmw": "rmw", "fence": "fence", "bar": "barrier"}
+        kinds = {InstrKind.STORE: "writes", InstrKind.LOAD: "reads", InstrKind.POLL: "polls", InstrKind.RMW: "rmw",
+                 InstrKind.FENCE: "fence", InstrKind.BARRIER: "barrier"}
         first = instr.events[0] if instr.events else None
         target = ""
         values = []
@@ -172,37 +178,36 @@ class _Builder:
             buf, owner, _flat, _w = first.loc
             target = f"{buf}@rank{owner}[slot {first.slot}, region {first.region}, line {first.line}]"
             for e in instr.events:
-                if focus is not None and e.id not in focus and instr.kind not in ("poll",) and len(instr.events) > 4:
+                if (focus is not None and e.id not in focus and instr.kind != InstrKind.POLL
+                        and len(instr.events) > 4):
                     continue
-                if e.kind == "W":
+                if e.kind == EventKind.WRITE:
                     v = _num(self.m, self.ex.lin(e.value))
                     values.append(f"word {e.word} := {self.value_text(e, v)}")
                 elif e.is_read:
                     v = _num(self.m, self.ex.rval(e))
                     src = self.source(e)
                     text = f"word {e.word} = {self.value_text(e, v)}   [from {_writer_text(src, low)}]"
-                    if e.kind == "RMW":
+                    if e.kind == EventKind.RMW:
                         text += f"; writes {self.value_text(e, _num(self.m, self.ex.lin(e.value)))}"
                     values.append(text)
-        elif first is not None and first.kind == "F":
+        elif first is not None and first.kind == EventKind.FENCE:
             target = f"fence.{first.sem}.{first.scope}"
-        elif first is not None and first.kind == "BAR":
+        elif first is not None and first.kind == EventKind.BARRIER:
             target = "bar.sync (rank's threads)"
-        if instr.kind == "poll" and instr.predicate:
-            kind, v = instr.predicate
-            target += f" until {'==' if kind == 'eq' else '>=' if kind == 'ge' else '!='} {v:#x}" if kind == "ne" \
-                else f" until {'==' if kind == 'eq' else '>='} {v}"
+        if instr.kind == InstrKind.POLL and instr.predicate:
+            target += f" until {instr.predicate.describe()}"
             stuck = self.ex.stuck.get(instr.id) if self.ex.live else None
             if stuck is not None and _true(self.m, stuck):
                 note = (note + "; " if note else "") + "stuck here forever"
         rank, _, _ = low.placement[instr.thread]
-        return Step(rank=rank, thread=instr.thread % low.bounds.threads, iteration=instr.iteration, op=instr.label,
+        return CounterexampleStep(rank=rank, thread=instr.thread % low.bounds.threads, iteration=instr.iteration, op=instr.label,
                     action=kinds.get(instr.kind, instr.kind), target=target, values=values, note=note, mark=mark)
 
-    def timeline(self, key_instrs: list[Instr], marks: dict[int, str], limit: int = 40) -> list[Step]:
+    def timeline(self, key_instrs: list[VerifyInstr], marks: dict[int, str], limit: int = 40) -> list[CounterexampleStep]:
         """Steps for ``key_instrs`` plus the synchronization around them, in an order consistent with po and rf."""
         low = self.low
-        chosen: dict[int, Instr] = {i.id: i for i in key_instrs}
+        chosen: dict[int, VerifyInstr] = {i.id: i for i in key_instrs}
         threads = {i.thread for i in key_instrs}
         last = {t: max(i.index for i in key_instrs if i.thread == t) for t in threads}
         # sources of every read shown
@@ -218,7 +223,7 @@ class _Builder:
             for instr in low.threads[t][: last[t] + 1]:
                 if not instr.events or not self.executed(instr.events[0]):
                     continue
-                sync = instr.kind in ("poll", "fence", "rmw", "bar") or any(e.role == "flag" for e in instr.events)
+                sync = instr.kind in _SYNC_INSTRS or any(e.role == "flag" for e in instr.events)
                 if sync and len(chosen) < limit:
                     chosen.setdefault(instr.id, instr)
         # stuck polls of other threads (hangs)
@@ -232,10 +237,10 @@ class _Builder:
             steps.append(self.step(instr, mark=instr.id in marks, note=marks.get(instr.id, "")))
         return steps
 
-    def _order(self, instrs: list[Instr]) -> list[Instr]:
+    def _order(self, instrs: list[VerifyInstr]) -> list[VerifyInstr]:
         ids = {i.id for i in instrs}
         preds: dict[int, set[int]] = {i.id: set() for i in instrs}
-        by_thread: dict[int, list[Instr]] = {}
+        by_thread: dict[int, list[VerifyInstr]] = {}
         for i in instrs:
             by_thread.setdefault(i.thread, []).append(i)
         for seq in by_thread.values():
@@ -248,7 +253,7 @@ class _Builder:
                     w = self.source(e)
                     if w is not None and self.instr_of[w.id].id in ids and self.instr_of[w.id].id != i.id:
                         preds[i.id].add(self.instr_of[w.id].id)
-        out: list[Instr] = []
+        out: list[VerifyInstr] = []
         done: set[int] = set()
         pending = sorted(instrs, key=lambda i: (i.iteration, i.thread, i.index))
         while pending:
@@ -262,11 +267,11 @@ class _Builder:
         return out
 
 
-def _where(e: Event) -> str:
+def _where(e: VerifyEvent) -> str:
     return e.where()
 
 
-def _who(e: Event, low: Lowered) -> str:
+def _who(e: VerifyEvent, low: VerifyInstance) -> str:
     return f"rank {e.rank} thread {e.thread % low.bounds.threads} ({e.label}, iteration {e.iteration})"
 
 
@@ -280,8 +285,8 @@ def build_counterexample(query, ex, model: z3.ModelRef, ref: RefRun | None) -> C
         return Counterexample(prop, "the solver found a violating execution", b.timeline(low.instrs[:1], {}), {})
     name = ex.model
     if prop in ("stale-read", "early-overwrite"):
-        r: Event = detail["read"]
-        w: Event | None = detail["write"]
+        r: VerifyEvent = detail["read"]
+        w: VerifyEvent | None = detail["write"]
         intended = None if detail.get("intended") is None else low.events[detail["intended"]]
         instr = b.instr_of[r.id]
         got = _num(model, ex.rval(r))
@@ -303,7 +308,7 @@ def build_counterexample(query, ex, model: z3.ModelRef, ref: RefRun | None) -> C
                  "source": _writer_text(w, low)}
         return Counterexample(prop, reason, b.timeline(keys, marks), facts)
     if prop == "torn-read":
-        instr: Instr = detail["instr"]
+        instr: VerifyInstr = detail["instr"]
         sources = {}
         for r in detail["reads"]:
             src = b.source(r)
@@ -315,8 +320,8 @@ def build_counterexample(query, ex, model: z3.ModelRef, ref: RefRun | None) -> C
         keys = [instr] + [b.instr_of[b.source(r).id] for r in detail["reads"] if b.source(r) is not None]
         return Counterexample(prop, reason, b.timeline(keys, {instr.id: "torn"}), {"sources": sources})
     if prop == "data-race":
-        a: Event = detail["a"]
-        c: Event = detail["b"]
+        a: VerifyEvent = detail["a"]
+        c: VerifyEvent = detail["b"]
         weak = [x for x in (a, c) if not x.strong]
         strength = (f"{', '.join(_who(x, low) for x in weak)} {'is' if len(weak) == 1 else 'are'} weak"
                     if weak else "their scopes do not include each other")
@@ -334,8 +339,7 @@ def build_counterexample(query, ex, model: z3.ModelRef, ref: RefRun | None) -> C
             w = b.source(e)
             texts.append(f"word {e.word} holds {describe_value(_num(model, ex.rval(e)), low, e.role)} "
                          f"(last written by {_writer_text(w, low)})")
-        kind, v = instr.predicate
-        want = {"eq": f"== {v}", "ge": f">= {v}", "ne": f"!= {v:#x}"}[kind]
+        want = instr.predicate.describe()
         reason = (f"rank {low.placement[instr.thread][0]} thread {instr.thread % low.bounds.threads} waits at "
                   f"{instr.label} (iteration {instr.iteration}) for {want} but {'; '.join(texts)}, and no thread "
                   f"that is still running will write it again")
@@ -365,10 +369,10 @@ def build_counterexample(query, ex, model: z3.ModelRef, ref: RefRun | None) -> C
     return Counterexample(prop, "violated", [], {})
 
 
-def _stale_cause(b: _Builder, r: Event, w: Event | None, intended: Event | None, instr: Instr) -> str:
+def _stale_cause(b: _Builder, r: VerifyEvent, w: VerifyEvent | None, intended: VerifyEvent | None, instr: VerifyInstr) -> str:
     ex, low, m = b.ex, b.low, b.m
     model = ex.model
-    if instr.kind == "poll":
+    if instr.kind == InstrKind.POLL:
         polled = [e for e in instr.events if e.polled]
         flag_sources = [(e, b.source(e)) for e in polled]
         intended_instr = b.instr_of[intended.id].id if intended is not None else None
@@ -395,14 +399,14 @@ def _stale_cause(b: _Builder, r: Event, w: Event | None, intended: Event | None,
     return f"the load is not ordered after the write it needs under {model}"
 
 
-def ref_older(b: _Builder, r: Event, w: Event | None) -> bool:
+def ref_older(b: _Builder, r: VerifyEvent, w: VerifyEvent | None) -> bool:
     if b.ref is None:
         return False
     pos = b.ref.position(r.loc, None if w is None else w.id)
     return pos < b.ref.position(r.loc, b.ref.rf.get(r.id))
 
 
-def _torn_cause(ex, reads: list[Event], b: _Builder) -> str:
+def _torn_cause(ex, reads: list[VerifyEvent], b: _Builder) -> str:
     groups = {r.rgroup for r in reads}
     if groups == {None}:
         return ("the words are separate element accesses (PTX ISA 8.2.4) and no declared assumption joins them into "

@@ -34,11 +34,13 @@ from typing import Any, Union
 import z3
 
 from collsim.verify.events import Program
-from collsim.verify.models import get_model
+from collsim.verify.models import memory_model
 from collsim.verify.models.base import Encoding, Witness
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
+    "INTERRUPTED_REASON",
+    "raise_if_interrupted",
     "Condition",
     "QueryResult",
     "OutcomeSet",
@@ -52,6 +54,26 @@ __all__ = [
 
 #: Default wall-clock limit of one solver call, in seconds.
 DEFAULT_TIMEOUT_S = 30.0
+
+#: z3's reason for an unknown when Ctrl-C stopped the check. z3 takes SIGINT itself while it solves (and then
+#: puts Python's handler back), so Python raises nothing: such a check must end the command, not read as unknown.
+INTERRUPTED_REASON = "interrupted from keyboard"
+
+
+def raise_if_interrupted(solver: z3.Solver, error: Exception | None = None, *, elapsed_s: float | None = None,
+                         timeout_s: float | None = None) -> None:
+    """Raise :class:`KeyboardInterrupt` when ``solver``'s last check was stopped by Ctrl-C: its result is unknown
+    for :data:`INTERRUPTED_REASON`, or ``canceled`` (what z3 says when Ctrl-C lands in some of its phases)
+    well before its ``timeout_s`` ran out, or it raised ``error`` saying so."""
+    try:
+        reason = solver.reason_unknown()
+    except z3.Z3Exception:
+        reason = ""
+    early = elapsed_s is not None and timeout_s is not None and elapsed_s < 0.9 * timeout_s
+    if reason == INTERRUPTED_REASON or (reason == "canceled" and early) or (
+            error is not None and "interrupted" in str(error).lower()):
+        raise KeyboardInterrupt
+
 
 Condition = Union[z3.BoolRef, bool, Callable[[Encoding], z3.BoolRef], None]
 
@@ -96,9 +118,9 @@ class OutcomeSet:
     seconds: float = 0.0
 
 
-def make_solver(timeout_s: float | None = DEFAULT_TIMEOUT_S) -> z3.Solver:
-    """A fresh z3 solver with a per-call timeout (``None``: no limit)."""
-    s = z3.Solver()
+def make_solver(timeout_s: float | None = DEFAULT_TIMEOUT_S, ctx: z3.Context | None = None) -> z3.Solver:
+    """A fresh z3 solver in ``ctx`` (default: z3's main context) with a per-call timeout (``None``: no limit)."""
+    s = z3.Solver(ctx=ctx)
     if timeout_s is not None:
         s.set("timeout", max(1, int(timeout_s * 1000)))
     return s
@@ -109,11 +131,13 @@ def check(solver: z3.Solver, *assumptions: z3.BoolRef) -> tuple[str, str | None]
     try:
         r = solver.check(*assumptions)
     except z3.Z3Exception as exc:  # e.g. interrupted
+        raise_if_interrupted(solver, exc)
         return "unknown", f"z3 error: {exc}"
     if r == z3.sat:
         return "sat", None
     if r == z3.unsat:
         return "unsat", None
+    raise_if_interrupted(solver)
     return "unknown", solver.reason_unknown() or "unknown"
 
 
@@ -123,19 +147,21 @@ def encode(program: Program, model: str = "ptx", timeout_s: float | None = DEFAU
 
     Use this for several questions about one program: push/pop around each
     condition, or pass conditions as ``check(solver, cond)`` assumptions.
+    The solver and every term of the encoding live in the context of the
+    program's own terms (that of its value sort).
     """
-    solver = make_solver(timeout_s)
-    enc = get_model(model).encode(program, solver)
+    solver = make_solver(timeout_s, program.sort.ctx)
+    enc = memory_model(model).encode(program, solver)
     return enc, solver
 
 
 def _condition(enc: Encoding, cond: Condition) -> z3.BoolRef:
     if cond is None:
-        return z3.BoolVal(True)
+        return z3.BoolVal(True, enc.ctx)
     if callable(cond) and not isinstance(cond, z3.ExprRef):
         cond = cond(enc)
     if isinstance(cond, bool):
-        return z3.BoolVal(cond)
+        return z3.BoolVal(cond, enc.ctx)
     return cond
 
 
@@ -167,7 +193,7 @@ def always(program: Program, condition: Condition, *, model: str = "ptx",
         fn = condition
         negated: Condition = lambda enc: z3.Not(fn(enc))  # noqa: E731
     else:
-        negated = z3.Not(condition if not isinstance(condition, bool) else z3.BoolVal(condition))
+        negated = z3.Not(condition if not isinstance(condition, bool) else z3.BoolVal(condition, program.sort.ctx))
     return exists(program, negated, model=model, timeout_s=timeout_s, extra=extra)
 
 
@@ -203,7 +229,7 @@ def outcomes(program: Program, terms: Mapping[str, Any], *, model: str = "ptx",
         if len(result.values) >= limit:
             result.complete, result.reason = False, f"limit of {limit} outcomes"
             break
-        solver.add(z3.Or([t != (program.const(v) if not isinstance(t, z3.BoolRef) else z3.BoolVal(v))
-                          for t, v in zip(exprs, vals)]) if exprs else z3.BoolVal(False))
+        solver.add(z3.Or([t != (program.const(v) if not isinstance(t, z3.BoolRef) else z3.BoolVal(v, enc.ctx))
+                          for t, v in zip(exprs, vals)], enc.ctx) if exprs else z3.BoolVal(False, enc.ctx))
     result.seconds = time.perf_counter() - start
     return result

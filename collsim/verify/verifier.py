@@ -3,7 +3,7 @@
 :func:`verify` is the API (``collsim verify`` prints its result):
 
 1. the protocol's program under an algorithm is lowered for a bound
-   (:class:`~collsim.verify.lower.Bounds`: ranks, launches, lines, threads)
+   (:class:`~collsim.verify.instance.Bounds`: ranks, launches, lines, threads)
    with the protocol's declared hardware assumptions;
 2. a reference execution fixes the value every consumer is meant to read;
 3. each property of :data:`~collsim.verify.properties.PROPERTIES` is a
@@ -21,18 +21,20 @@ protocol without re-solving.
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 import z3
 
-from collsim.errors import InputError, UnsupportedError
+from collsim.errors import InputError, is_interrupt
+from collsim.executors import check_executor_options, map_tasks
 from collsim.ir.assumptions import get_assumption
 from collsim.ir.protocol import Protocol
 from collsim.ir.registry import list_mutants, list_protocols, load_protocol
 from collsim.verify import cache as _cache
-from collsim.verify.lower import Bounds, Lowered, lower, reference_run
+from collsim.verify.instance import Bounds, VerifyInstance
+from collsim.verify.lower import lower_instance
+from collsim.verify.reference import reference_run
 from collsim.verify.properties import (
     PROPERTIES,
     PROPERTY_TITLES,
@@ -47,6 +49,7 @@ from collsim.verify.properties import (
     torn,
 )
 from collsim.verify.report import Counterexample, build_counterexample
+from collsim.verify.solver import raise_if_interrupted
 
 __all__ = [
     "Bound",
@@ -298,27 +301,6 @@ def _resolve(protocol: str | Protocol, flag_bits: int | None) -> Protocol:
     return load_protocol(protocol, **params)
 
 
-@contextmanager
-def _fresh_z3_context() -> Iterator[None]:
-    """Build and solve in a new Z3 context, then restore the previous one.
-
-    Z3's choice of counterexample depends on the terms its context already
-    holds; a fresh context per call makes a verdict and its counterexample
-    independent of what this process solved before (serially, in a pool
-    worker or on a Dask worker alike).
-    """
-    module = z3.z3
-    if not hasattr(module, "_main_ctx"):  # pragma: no cover - a z3 without the global context
-        yield
-        return
-    saved = module._main_ctx
-    module._main_ctx = z3.Context()
-    try:
-        yield
-    finally:
-        module._main_ctx = saved
-
-
 def _status(result: z3.CheckSatResult) -> str:
     if result == z3.sat:
         return "violated"
@@ -328,13 +310,14 @@ def _status(result: z3.CheckSatResult) -> str:
 
 
 class _Checker:
-    """Runs the property queries of one lowered program."""
+    """Runs the property queries of one lowered program, building every term in ``ctx``."""
 
-    def __init__(self, low: Lowered, bound: Bound, model: str, timeout: float) -> None:
+    def __init__(self, low: VerifyInstance, bound: Bound, model: str, timeout: float, ctx: z3.Context) -> None:
         self.low = low
         self.bound = bound
         self.model = model
         self.timeout = timeout
+        self.ctx = ctx
         self.ref = reference_run(low)
 
     def _solve(self, ex: Execution, queries: list[Query], base_check: bool = True) -> dict[str, PropertyResult]:
@@ -346,6 +329,8 @@ class _Checker:
         if base_check:
             t = time.perf_counter()
             base = s.check()
+            if base == z3.unknown:
+                raise_if_interrupted(s, elapsed_s=time.perf_counter() - t, timeout_s=self.timeout)
             if base != z3.sat:
                 vacuous = ("no execution in which every thread finishes exists within the bound (see hang)"
                            if base == z3.unsat else f"solver gave up on the program itself: {s.reason_unknown()}")
@@ -361,6 +346,7 @@ class _Checker:
             try:
                 r = s.check(q.formula)
             except z3.Z3Exception as exc:  # pragma: no cover - interrupted
+                raise_if_interrupted(s, exc)
                 out[q.property] = PropertyResult(q.property, "unknown", self.bound, time.perf_counter() - t,
                                                  f"z3 error: {exc}")
                 continue
@@ -368,7 +354,8 @@ class _Checker:
             seconds = time.perf_counter() - t + build / max(1, len(queries))
             reason = None
             cex = None
-            if status == "unknown":
+            if status == "unknown":  # Ctrl-C stopped z3: the command stops, no "unknown" verdict
+                raise_if_interrupted(s, elapsed_s=time.perf_counter() - t, timeout_s=self.timeout)
                 reason = s.reason_unknown() or "unknown"
                 if "timeout" in reason or "canceled" in reason:
                     reason = f"timeout after {self.timeout:g} s"
@@ -392,7 +379,7 @@ class _Checker:
         term = []
         ex = None
         if any(p in props for p in ("stale-read", "torn-read", "data-race", "postcondition")):
-            ex = Execution(low, self.model)
+            ex = Execution(low, self.model, ctx=self.ctx)
             if "stale-read" in props and ref_ok:
                 term.append(stale_or_early(ex, self.ref, "stale"))
             if "torn-read" in props and ref_ok:
@@ -408,19 +395,19 @@ class _Checker:
             results.update(self._solve(ex, term))
         live = []
         if "hang" in props or ("early-overwrite" in props and ref_ok):
-            lx = Execution(low, self.model, liveness=True)
+            lx = Execution(low, self.model, liveness=True, ctx=self.ctx)
             if "hang" in props:
                 live.append(hang(lx))
             if "early-overwrite" in props and ref_ok:
                 live.append(stale_or_early(lx, self.ref, "early"))
             results.update(self._solve(lx, live, base_check=False))
         if "sentinel-collision" in props:
-            polls = [i for i in low.instrs if i.kind == "poll" and i.predicate[0] == "ne"]
+            polls = low.sentinel_polls
             if not polls:
                 results["sentinel-collision"] = PropertyResult(
                     "sentinel-collision", "holds", self.bound, 0.0, note="no poll compares data against a sentinel")
             else:
-                cx = Execution(low, self.model, liveness=True, symbolic_inputs=True)
+                cx = Execution(low, self.model, liveness=True, symbolic_inputs=True, ctx=self.ctx)
                 q = sentinel_collision(cx, with_domain)
                 if with_domain and low.forbidden_word is not None:
                     q.note = "under the protocol's data-domain restriction"
@@ -428,7 +415,7 @@ class _Checker:
         return {p: results[p] for p in PROPERTIES if p in results}
 
 
-def _bound(low: Lowered, bounds: Bounds, model: str, assumptions: tuple[str, ...], data_domain: bool) -> Bound:
+def _bound(low: VerifyInstance, bounds: Bounds, model: str, assumptions: tuple[str, ...], data_domain: bool) -> Bound:
     return Bound(bounds.ranks, bounds.iterations, bounds.lines, bounds.threads, model, assumptions, data_domain,
                  tuple(low.notes))
 
@@ -449,7 +436,7 @@ class _Plan:
     proto: Protocol
     algorithm: str
     bounds: Bounds
-    low: Lowered
+    low: VerifyInstance
     active: tuple[str, ...]
     domain: bool
     props: list[str]
@@ -467,8 +454,8 @@ def _plan(protocol: str | Protocol, algorithm: str | None, *, ranks: int | None 
     proto = _resolve(protocol, flag_bits)
     algorithm = algorithm or proto.algorithms[0]
     if algorithm not in proto.algorithms:
-        raise UnsupportedError(f"protocol {proto.name!r} has no {algorithm} program", field="--algorithm",
-                               choices=proto.algorithms)
+        raise InputError(f"protocol {proto.name!r} has no {algorithm} program", field="--algorithm",
+                         choices=proto.algorithms)
     declared = tuple(proto.assumptions)
     active = declared if assume is None else tuple(dict.fromkeys(assume))
     for a in active:
@@ -476,12 +463,11 @@ def _plan(protocol: str | Protocol, algorithm: str | None, *, ranks: int | None 
     props = list(PROPERTIES) if properties is None else [normalize_property(p) for p in properties]
     bounds = _bounds_for(proto, ranks, iterations, lines, threads, max_lanes)
     expected = normalize_property(proto.expected_violation) if proto.expected_violation else None
-    low = lower(proto, algorithm, bounds, active)
+    low = lower_instance(proto, algorithm, bounds, active)
     key = _cache.cache_key({
-        "protocol": proto.name, "class": f"{type(proto).__module__}.{type(proto).__qualname__}",
-        "params": repr(sorted(proto.params.items(), key=lambda kv: kv[0])), "algorithm": algorithm,
-        "program": low.flat_signature, "bounds": repr(bounds), "model": model, "assumptions": list(active),
-        "data_domain": repr(proto.data_domain), "properties": props, "dependencies": dependencies,
+        "protocol": list(proto.key), "algorithm": algorithm, "program": low.flat_signature, "bounds": repr(bounds),
+        "model": model, "assumptions": list(active), "data_domain": repr(proto.data_domain), "properties": props,
+        "dependencies": dependencies,
     })
     return _Plan(proto, algorithm, bounds, low, active, proto.data_domain is not None, props, expected, key)
 
@@ -535,9 +521,11 @@ def verify(
             result = VerifyResult.from_json(cached)
             result.expected_violation = expected
             return result
-    with _fresh_z3_context():
-        results, deps = _check_all(proto, algorithm, bounds, low, model, active, domain, timeout, props,
-                                   dependencies)
+    # Z3's choice of counterexample depends on the terms its context already holds: a context of its own
+    # makes a verdict and its counterexample independent of what this process solved before (serially, in
+    # a pool worker or on a Dask worker alike).
+    results, deps = _check_all(proto, algorithm, bounds, low, model, active, domain, timeout, props,
+                               dependencies, z3.Context())
     result = VerifyResult(proto.name, algorithm, model, _bound(low, bounds, model, active, domain), results, deps,
                           time.perf_counter() - start, expected)
     if use_cache:
@@ -545,26 +533,29 @@ def verify(
     return result
 
 
-def _check_all(proto: Protocol, algorithm: str, bounds: Bounds, low: Lowered, model: str, active: tuple[str, ...],
-               domain: bool, timeout: float, props: list[str], dependencies: bool
+def _check_all(proto: Protocol, algorithm: str, bounds: Bounds, low: VerifyInstance, model: str,
+               active: tuple[str, ...], domain: bool, timeout: float, props: list[str], dependencies: bool,
+               ctx: z3.Context
                ) -> tuple[dict[str, PropertyResult], list[Dependency]]:
-    """The properties under ``active``, and (with ``dependencies``) without each assumption and the data domain."""
+    """The properties under ``active``, and (with ``dependencies``) without each assumption and the data domain.
+
+    Every term is built, and every query solved, in ``ctx``.
+    """
     bound = _bound(low, bounds, model, active, domain)
-    results = _Checker(low, bound, model, timeout).run(props)
+    results = _Checker(low, bound, model, timeout, ctx).run(props)
     deps: list[Dependency] = []
     if dependencies:
         dep_props = [p for p in props if p != "sentinel-collision"]
         for a in active:
             rest = tuple(x for x in active if x != a)
-            low2 = lower(proto, algorithm, bounds, rest)
+            low2 = lower_instance(proto, algorithm, bounds, rest)
             b2 = _bound(low2, bounds, model, rest, domain)
-            res2 = _Checker(low2, b2, model, timeout).run(dep_props)
+            res2 = _Checker(low2, b2, model, timeout, ctx).run(dep_props)
             deps.append(Dependency(a, "assumption", {p: r for p, r in res2.items() if not r.holds},
                                    get_assumption(a).statement))
-        if domain and "sentinel-collision" in props and any(
-                i.kind == "poll" and i.predicate[0] == "ne" for i in low.instrs):
+        if domain and "sentinel-collision" in props and low.sentinel_polls:
             b2 = _bound(low, bounds, model, active, False)
-            res2 = _Checker(low, b2, model, timeout).run(["sentinel-collision"], with_domain=False)
+            res2 = _Checker(low, b2, model, timeout, ctx).run(["sentinel-collision"], with_domain=False)
             deps.append(Dependency(DATA_DOMAIN, "data-domain", {p: r for p, r in res2.items() if not r.holds},
                                    proto.data_domain.statement))
     return results, deps
@@ -576,30 +567,18 @@ def verdict_for(protocol: str | Protocol, algorithm: str | None = None, model: s
 
     With ``solve=False`` it never runs the solver and returns ``None`` when
     no verdict is cached (so a consumer such as the CUDA emitter can refuse
-    an unverified protocol cheaply). Keyword arguments are :func:`verify`'s.
+    an unverified protocol cheaply); it looks up the key :func:`verify`
+    stores, and checks its arguments as :func:`verify` does. Keyword
+    arguments are :func:`verify`'s.
     """
     if not solve:
-        proto = _resolve(protocol, kwargs.get("flag_bits"))
-        algorithm = algorithm or proto.algorithms[0]
-        assume = kwargs.get("assume")
-        active = tuple(proto.assumptions) if assume is None else tuple(dict.fromkeys(assume))
-        bounds = _bounds_for(proto, kwargs.get("ranks"), kwargs.get("iterations"), kwargs.get("lines"),
-                             kwargs.get("threads"), kwargs.get("max_lanes"))
-        low = lower(proto, algorithm, bounds, active)
-        props = list(PROPERTIES) if kwargs.get("properties") is None else [normalize_property(p) for p in
-                                                                          kwargs["properties"]]
-        key = _cache.cache_key({
-            "protocol": proto.name, "class": f"{type(proto).__module__}.{type(proto).__qualname__}",
-            "params": repr(sorted(proto.params.items(), key=lambda kv: kv[0])), "algorithm": algorithm,
-            "program": low.flat_signature, "bounds": repr(bounds), "model": model, "assumptions": list(active),
-            "data_domain": repr(proto.data_domain), "properties": props,
-            "dependencies": kwargs.get("dependencies", True),
-        })
-        data = _cache.load(key)
+        plan = _plan(protocol, algorithm, model=model,
+                     **{k: v for k, v in kwargs.items() if k not in ("timeout", "use_cache")})
+        data = _cache.load(plan.key)
         if data is None:
             return None
         result = VerifyResult.from_json(data)
-        result.expected_violation = normalize_property(proto.expected_violation) if proto.expected_violation else None
+        result.expected_violation = plan.expected
         return result
     return verify(protocol, algorithm, model=model, **kwargs)
 
@@ -656,7 +635,9 @@ def _previous_seconds(job: tuple[str, str, dict[str, Any]]) -> float | None:
     name, algorithm, kwargs = job
     try:
         plan = _plan(name, algorithm, **{k: v for k, v in kwargs.items() if k not in ("timeout", "use_cache")})
-    except Exception:  # noqa: BLE001 - only a hint; the job itself will report the problem
+    except Exception as exc:  # noqa: BLE001 - only a hint; the job itself will report the problem
+        if is_interrupt(exc):
+            raise
         return None
     cached = _cache.load(plan.key)
     seconds = cached.get("seconds") if cached else None
@@ -689,6 +670,8 @@ def _all_jobs(only: Iterable[str] | None, algorithm: str | None, common: dict[st
         try:
             proto = load_protocol(name)
         except Exception as exc:  # noqa: BLE001 - reported as this run's failure; the others still run
+            if is_interrupt(exc):
+                raise
             kind = kind or "protocol"
             jobs.append((kind, FailedRun(name, algorithm or "-", kind, f"{type(exc).__name__}: {exc}")))
             continue
@@ -697,7 +680,10 @@ def _all_jobs(only: Iterable[str] | None, algorithm: str | None, common: dict[st
         if kind == "protocol":
             if algorithm and algorithm not in proto.algorithms:
                 continue
-            jobs.append((kind, (name, algorithm or proto.algorithms[0], dict(common))))
+            # all of them: every program the protocol has, the ones `collsim emit --all` prints; a chosen few
+            # (``only``): each under its first algorithm
+            for alg in [algorithm] if algorithm else list(proto.algorithms) if only is None else proto.algorithms[:1]:
+                jobs.append((kind, (name, alg, dict(common))))
         else:
             alg = algorithm if algorithm in proto.algorithms else proto.algorithms[0]
             jobs.append((kind, (name, alg, {**common, "dependencies": False})))
@@ -709,7 +695,9 @@ def verify_all(*, algorithm: str | None = None, model: str = "ptx", ranks: int |
                use_cache: bool = True, only: Iterable[str] | None = None, executor: Any = "local",
                workers: int | None = None, scheduler: str | None = None, progress: Any = None,
                **kwargs: Any) -> Summary:
-    """Verify every shipped protocol (under ``algorithm``, or its first) and catch every mutant.
+    """Verify every shipped protocol (under ``algorithm``, or under each algorithm it has: every program
+    ``collsim emit --all`` prints) and catch every mutant (under ``algorithm`` where it has it, else its first);
+    with ``only``, each protocol named is verified under ``algorithm`` or its first.
 
     The runs go through :func:`collsim.executors.map_tasks`, so they can be
     spread over processes or a Dask cluster; verdicts and their order do not
@@ -741,8 +729,6 @@ def verify_all(*, algorithm: str | None = None, model: str = "ptx", ranks: int |
     InputError
         An unknown memory model, executor option or name in ``only``.
     """
-    from collsim.executors import check_executor_options, map_tasks
-
     if model not in ("ptx", "sc"):
         raise InputError(f"unknown memory model {model!r}", field="--model", choices=["ptx", "sc"])
     if isinstance(executor, str):

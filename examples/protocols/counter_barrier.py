@@ -34,8 +34,9 @@ class CounterBarrier(Protocol):
     analytic_family = "simple"
     default_params = {"arrive_sem": Sem.RELEASE, "wait_sem": Sem.ACQUIRE, "missing_arrivals": 0}
 
-    def sync_rounds(self, algorithm):
-        return {"one-shot": 2, "two-shot": 3}.get(algorithm, 0)
+    # one barrier per phase plus a closing one per launch
+    barriers_per_exchange = 1
+    barriers_per_launch = 1
 
     def buffers(self, transfer_bytes):
         return (Buffer("staging", DATA, depth=1, regions=1, lines=ceil_div(MSG, DATA.data_bytes)),
@@ -53,8 +54,7 @@ class CounterBarrier(Protocol):
         b.emit(SyncGroup(label=f"{label}.sync_after"))
 
     def exchange(self, b, ex):
-        # one barrier per phase plus a closing one per launch: phases_per_iter + 1 per launch
-        self.per_launch = ex.phases_per_iter + 1
+        # barriers per launch: phases_per_iter + 1
         for s in ex.sends:
             store = Store(staging(RANK, s.offset, s.nbytes), s.data, Sem.WEAK, Scope.SYS, label="stage")
             if ex.over_peers and PEER_INDEX.name in s.offset.free_vars():
@@ -62,7 +62,7 @@ class CounterBarrier(Protocol):
                     b.emit(store)
             else:
                 b.emit(store)
-        self.barrier(b, ITER * self.per_launch + ex.phase + 1, "publish")
+        self.barrier(b, ITER * (ex.phases_per_iter + 1) + ex.phase + 1, "publish")
 
         def pull(b, r):
             b.emit(Load(r.into, staging(r.frm, r.offset, r.nbytes), Sem.WEAK, Scope.SYS,
@@ -71,5 +71,5 @@ class CounterBarrier(Protocol):
         pulls = Exchange(ex.phase, ex.phases_per_iter, (), ex.recvs, ex.over_peers, ex.lockstep, ex.consume)
         self.sends_then_recvs(b, pulls, lambda *_: None, pull)
 
-    def epilogue(self, b, transfer_bytes):
-        self.barrier(b, (ITER + 1) * self.per_launch, "close")
+    def epilogue(self, b, launch):
+        self.barrier(b, (ITER + 1) * (launch.phases_per_iter + 1), "close")

@@ -8,6 +8,17 @@ from pathlib import PurePath
 
 from collsim.calibrate.measurements import DTYPE_SIZES, canonical_collective
 
+__all__ = [
+    "REDUCTION_OPS",
+    "DATA_UNITS",
+    "program_mentions",
+    "collective_from_filename",
+    "decode_nccl_version_code",
+    "tolerance",
+    "collective_candidates",
+    "implied_time_unit",
+]
+
 #: Reduction operators nccl-tests and NCCL 1.x print.
 REDUCTION_OPS = frozenset({"sum", "prod", "max", "min", "avg", "premulsum", "mulsum"})
 

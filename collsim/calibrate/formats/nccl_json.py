@@ -224,7 +224,7 @@ def parse_json(text: str, path: str) -> tuple[list[dict[str, Any]], dict[str, An
             if "cpu_time" in part and "time" not in part:
                 row["notes"] = "cputime"
             tv = _num(t)
-            row[f"time_us{suffix}"] = None if tv is None or math.isnan(tv) else tv
+            row[f"time_us{suffix}"] = tv  # a NaN time stays NaN (not absent): ingest leaves such rows out
             row[f"algbw_gbps{suffix}"] = _num(part.get("alg_bw"))
             row[f"busbw_gbps{suffix}"] = _num(part.get("bus_bw"))
             nw = _num(part.get("nwrong"))

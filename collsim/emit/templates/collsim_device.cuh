@@ -153,6 +153,8 @@ __device__ __forceinline__ bool collsim_poll_timeout(long long timeout_ns, Colls
 }
 
 #ifdef COLLSIM_CHECK_BOUNDS
+#include <cstdio>  // the device printf of the report below
+
 #define COLLSIM_CHECK_REF(op, owner, nranks, slot, depth, region, regions, line0, lines, buflines)            \
   do {                                                                                                 \
     if ((owner) < 0 || (owner) >= (nranks) || (slot) < 0 || (slot) >= (depth) || (region) < 0 ||       \
@@ -175,3 +177,25 @@ __device__ __forceinline__ bool collsim_poll_timeout(long long timeout_ns, Colls
 #define COLLSIM_CHECK_REF(op, owner, nranks, slot, depth, region, regions, line0, lines, buflines) ((void)0)
 #define COLLSIM_CHECK_MULTIPLE(op, nbytes, vw) ((void)0)
 #endif
+
+// Single-GPU mode emulates the switch's multimem.ld_reduce: one load-reduce per copy, summed here as the
+// element type adds (bf16 pairs through fp32, as .acc::f32 accumulates). Multi-GPU mode never calls it.
+template <typename T>
+__device__ __forceinline__ unsigned int collsim_mc_add(unsigned int a, unsigned int b);
+template <>
+__device__ __forceinline__ unsigned int collsim_mc_add<float>(unsigned int a, unsigned int b) {
+  return __float_as_uint(__uint_as_float(a) + __uint_as_float(b));
+}
+template <>
+__device__ __forceinline__ unsigned int collsim_mc_add<int>(unsigned int a, unsigned int b) {
+  return a + b;
+}
+template <>
+__device__ __forceinline__ unsigned int collsim_mc_add<collsim_bf16>(unsigned int a, unsigned int b) {
+  const float lo = __bfloat162float(__ushort_as_bfloat16((unsigned short)(a & 0xffffu))) +
+                   __bfloat162float(__ushort_as_bfloat16((unsigned short)(b & 0xffffu)));
+  const float hi = __bfloat162float(__ushort_as_bfloat16((unsigned short)(a >> 16))) +
+                   __bfloat162float(__ushort_as_bfloat16((unsigned short)(b >> 16)));
+  return (unsigned int)__bfloat16_as_ushort(__float2bfloat16_rn(lo)) |
+         ((unsigned int)__bfloat16_as_ushort(__float2bfloat16_rn(hi)) << 16);
+}

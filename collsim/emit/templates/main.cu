@@ -9,6 +9,13 @@
 // spin on each other. Each checked launch uses fresh inputs and every output
 // element is compared with the reference (harness_host.h); a poll that waits
 // longer than --timeout-ms aborts the run and names the rank, IR op and line.
+//
+// Buffers a program binds to multicast objects (multimem ops, NVLink SHARP) are
+// allocated with the CUDA driver's virtual memory API and bound to a multicast
+// object (cuMulticastCreate / AddDevice / BindMem, cuMemMap); a device or driver
+// without multicast support ends the run with exit status 6 and says so.
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -90,6 +97,7 @@ constexpr int kFillThreads = 256;
 // ---------------------------------------------------------------------------
 struct RankMem {
   int device = 0;
+  char* mc[COLLSIM_MAX_BUFFERS] = {};   // this rank's device's mapping of each multicast object
   cudaStream_t stream = nullptr;
   char* input = nullptr;
   char* output = nullptr;
@@ -126,6 +134,7 @@ struct Harness {
   long long launches = 0;   // since the last reset (= the next launch's ITER)
   long long chan_msg_max = 0;
   bool graph_ok = true;     // false once graph capture of cooperative launches failed
+  long long mc_stride[COLLSIM_MAX_BUFFERS] = {};  // between the copies of the single-GPU multicast emulation
 };
 
 Geometry geometry(const Harness& h, long long size) {
@@ -168,6 +177,11 @@ CollsimParams params_for(const Harness& h, const Geometry& g, int first_rank, in
   p.report = h.report;
   p.claim = h.claims[device_index];
   p.abort_flag = h.abort_flag;
+  for (int b = 0; b < h.info->n_buffers; ++b) {
+    p.mc[b] = h.ranks[h.multi ? first_rank : 0].mc[b];
+    p.mc_stride[b] = h.mc_stride[b];
+  }
+  p.mc_copies = h.multi ? 1 : h.nranks;
   return p;
 }
 
@@ -327,6 +341,147 @@ void check_device(const Harness& h) {
   }
 }
 
+// ---------------------------------------------------------------------------
+// Multicast objects (NVLink SHARP) through the CUDA driver API, looked up at run time
+// (cudaGetDriverEntryPointByVersion), so the harness links against the runtime alone.
+// ---------------------------------------------------------------------------
+// Each driver call the harness makes, with the version of its signature (cudaTypedefs.h PFN_<name>_<version>).
+#define COLLSIM_DRIVER_CALLS(X)                                                                           \
+  X(cuDeviceGet, v2000) X(cuDeviceGetAttribute, v2000) X(cuGetErrorString, v6000)                         \
+  X(cuMemGetAllocationGranularity, v10020) X(cuMemCreate, v10020) X(cuMemAddressReserve, v10020)          \
+  X(cuMemMap, v10020) X(cuMemSetAccess, v10020) X(cuMulticastCreate, v12010)                             \
+  X(cuMulticastAddDevice, v12010) X(cuMulticastBindMem, v12010) X(cuMulticastGetGranularity, v12010)
+
+struct DriverApi {
+#define COLLSIM_DECLARE(name, version) PFN_##name##_##version name = nullptr;
+  COLLSIM_DRIVER_CALLS(COLLSIM_DECLARE)
+#undef COLLSIM_DECLARE
+};
+
+[[noreturn]] void multicast_unsupported(const std::string& why) {
+  std::fprintf(stderr,
+               "collsim_bench: not supported on this device: this program binds buffers to multicast objects "
+               "(multimem instructions, NVLink SHARP: sm_90 GPUs on an NVSwitch with multicast, driver and "
+               "fabric manager enabled); %s\n",
+               why.c_str());
+  die(kExitRefused);
+}
+
+template <typename F>
+void driver_entry(const char* name, F* fn) {
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  const cudaError_t err =
+      cudaGetDriverEntryPointByVersion(name, reinterpret_cast<void**>(fn), 12010, cudaEnableDefault, &found);
+  if (err != cudaSuccess || found != cudaDriverEntryPointSuccess || *fn == nullptr)
+    multicast_unsupported(std::string("the driver has no ") + name + " (CUDA 12.1 or newer is needed)");
+}
+
+DriverApi load_driver_api() {
+  DriverApi api;
+#define COLLSIM_LOOK_UP(name, version) driver_entry(#name, &api.name);
+  COLLSIM_DRIVER_CALLS(COLLSIM_LOOK_UP)
+#undef COLLSIM_LOOK_UP
+  return api;
+}
+
+// A failed driver call during multicast set-up: NOT_SUPPORTED / NOT_PERMITTED / SYSTEM_NOT_READY mean the
+// platform cannot multicast here; every failure ends the run (exit 6) naming the call.
+void cu_ok(const DriverApi& api, CUresult res, const char* what) {
+  if (res == CUDA_SUCCESS) return;
+  const char* text = nullptr;
+  if (api.cuGetErrorString(res, &text) != CUDA_SUCCESS || text == nullptr) text = "unknown error";
+  multicast_unsupported(std::string(what) + " failed: " + text);
+}
+
+long long lcm_ll(long long a, long long b) {
+  long long x = a, y = b;
+  while (y) {
+    const long long t = x % y;
+    x = y;
+    y = t;
+  }
+  return a / x * b;
+}
+
+// Every device used must report CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED (NCCL reads the same attribute).
+void check_multicast(const Harness& h, const DriverApi& api) {
+  for (int r = 0; r < (h.multi ? h.nranks : 1); ++r) {
+    CUdevice dev = 0;
+    cu_ok(api, api.cuDeviceGet(&dev, h.ranks[r].device), "cuDeviceGet");
+    int supported = 0;
+    cu_ok(api, api.cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, dev),
+          "cuDeviceGetAttribute(MULTICAST_SUPPORTED)");
+    if (!supported)
+      multicast_unsupported("device " + std::to_string(h.ranks[r].device) +
+                            " reports CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED = 0");
+  }
+}
+
+// Allocate buffer b of every rank (`bytes` each) as physical memory mapped for every device, and bind the
+// copies to one multicast object: its `numDevices` are the ranks' GPUs (multi-GPU), or the one GPU with every
+// rank's copy bound at its own offset (single-GPU, where a multimem op is then issued once per copy). Sizes,
+// offsets and mappings are multiples of the allocation granularity and of the multicast object's
+// recommended granularity (cuMulticastGetGranularity).
+void allocate_multicast(Harness& h, const DriverApi& api, int b, long long bytes) {
+  const int devices = h.multi ? h.nranks : 1;
+  std::vector<CUdevice> dev(devices);
+  for (int d = 0; d < devices; ++d) cu_ok(api, api.cuDeviceGet(&dev[d], h.ranks[d].device), "cuDeviceGet");
+  CUmemAllocationProp prop = {};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = dev[0];
+  size_t alloc_gran = 0;
+  cu_ok(api, api.cuMemGetAllocationGranularity(&alloc_gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
+        "cuMemGetAllocationGranularity");
+  CUmulticastObjectProp mc_prop = {};
+  mc_prop.numDevices = (unsigned int)devices;
+  mc_prop.size = (size_t)bytes;
+  size_t mc_min = 0, mc_rec = 0;
+  cu_ok(api, api.cuMulticastGetGranularity(&mc_min, &mc_prop, CU_MULTICAST_GRANULARITY_MINIMUM),
+        "cuMulticastGetGranularity(MINIMUM)");
+  cu_ok(api, api.cuMulticastGetGranularity(&mc_rec, &mc_prop, CU_MULTICAST_GRANULARITY_RECOMMENDED),
+        "cuMulticastGetGranularity(RECOMMENDED)");
+  const long long gran = lcm_ll(lcm_ll((long long)alloc_gran, (long long)mc_min), (long long)mc_rec);
+  const long long size = round_up(std::max(bytes, 1LL), gran);
+  const long long copies = h.multi ? 1 : h.nranks;
+  mc_prop.size = (size_t)(size * copies);
+  CUmemGenericAllocationHandle mc = 0;
+  cu_ok(api, api.cuMulticastCreate(&mc, &mc_prop), "cuMulticastCreate");
+  // every device joins before anything is bound or mapped (a bind blocks until all have)
+  for (int d = 0; d < devices; ++d) cu_ok(api, api.cuMulticastAddDevice(mc, dev[d]), "cuMulticastAddDevice");
+  std::vector<CUmemAccessDesc> access(devices);
+  for (int d = 0; d < devices; ++d) {
+    access[d].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access[d].location.id = dev[d];
+    access[d].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  }
+  for (int r = 0; r < h.nranks; ++r) {
+    const int d = h.multi ? r : 0;
+    CUDA_OK(cudaSetDevice(h.ranks[r].device));
+    prop.location.id = dev[d];
+    CUmemGenericAllocationHandle mem = 0;
+    cu_ok(api, api.cuMemCreate(&mem, (size_t)size, &prop, 0), "cuMemCreate");
+    CUdeviceptr va = 0;
+    cu_ok(api, api.cuMemAddressReserve(&va, (size_t)size, (size_t)gran, 0, 0), "cuMemAddressReserve");
+    cu_ok(api, api.cuMemMap(va, (size_t)size, 0, mem, 0), "cuMemMap");
+    cu_ok(api, api.cuMemSetAccess(va, (size_t)size, access.data(), (size_t)devices), "cuMemSetAccess");
+    cu_ok(api, api.cuMulticastBindMem(mc, (size_t)(h.multi ? 0 : r * size), mem, 0, (size_t)size, 0),
+          "cuMulticastBindMem");
+    h.ranks[r].buf[b] = reinterpret_cast<char*>(va);
+  }
+  for (int d = 0; d < devices; ++d) {  // each device maps the multicast object into its own range
+    CUDA_OK(cudaSetDevice(h.ranks[d].device));
+    CUdeviceptr mcva = 0;
+    cu_ok(api, api.cuMemAddressReserve(&mcva, (size_t)(size * copies), (size_t)gran, 0, 0),
+          "cuMemAddressReserve (multicast)");
+    cu_ok(api, api.cuMemMap(mcva, (size_t)(size * copies), 0, mc, 0), "cuMemMap (multicast)");
+    cu_ok(api, api.cuMemSetAccess(mcva, (size_t)(size * copies), &access[d], 1), "cuMemSetAccess (multicast)");
+    for (int r = 0; r < h.nranks; ++r)
+      if (!h.multi || r == d) h.ranks[r].mc[b] = reinterpret_cast<char*>(mcva);
+  }
+  h.mc_stride[b] = h.multi ? 0 : size;
+}
+
 void allocate(Harness& h) {
   long long biggest = 0;
   for (long long s : h.opt.sizes) biggest = std::max(biggest, s);
@@ -362,12 +517,17 @@ void allocate(Harness& h) {
     alloc(&m.input, h.cap.io, "the input");
     alloc(&m.output, h.cap.io, "the output");
     for (int b = 0; b < h.info->n_buffers; ++b)
-      alloc(&m.buf[b], h.cap.buf_stride[b] * h.opt.ctas, h.info->buffers[b].name);
+      if (!h.info->buffers[b].multicast) alloc(&m.buf[b], h.cap.buf_stride[b] * h.opt.ctas, h.info->buffers[b].name);
     for (int x = 0; x < h.info->n_registers; ++x)
       alloc(&m.reg[x], h.cap.reg_stride[x] * h.opt.ctas, h.info->registers[x]);
     alloc(reinterpret_cast<char**>(&m.ctrl), (long long)sizeof(long long) * h.opt.ctas, "the launch counters");
     alloc(reinterpret_cast<char**>(&m.check), 2 * (long long)sizeof(unsigned long long), "the check result");
   }
+  if (!h.info->multicast) return;
+  const DriverApi api = load_driver_api();
+  check_multicast(h, api);
+  for (int b = 0; b < h.info->n_buffers; ++b)
+    if (h.info->buffers[b].multicast) allocate_multicast(h, api, b, h.cap.buf_stride[b] * h.opt.ctas);
 }
 
 // Fresh protocol state for a new message size: initial buffer contents, ITER = 0.

@@ -47,6 +47,13 @@ struct CollsimParams {
   CollsimTimeout* report;                         // mapped host memory, [COLLSIM_MAX_RANKS]
   int* claim;                                     // device memory, [COLLSIM_MAX_RANKS]
   volatile int* abort_flag;                       // mapped host memory
+  // Multicast buffers (multimem ops): mc[b] is the multicast mapping of buffer b (nullptr for the others);
+  // mc[b] + c * mc_stride[b] for c < mc_copies are the addresses a multimem op is issued to. One address
+  // reaches every rank's copy through the switch (mc_copies = 1, multi-GPU); single-GPU mode binds every
+  // rank's copy to a one-device multicast object and issues one multimem op per copy (mc_copies = nranks).
+  char* mc[COLLSIM_MAX_BUFFERS];
+  long long mc_stride[COLLSIM_MAX_BUFFERS];
+  int mc_copies;
 };
 
 struct CollsimBufferInfo {
@@ -58,6 +65,7 @@ struct CollsimBufferInfo {
   int depth;
   int init_words;                 // 32-bit words of one line's initial contents ...
   const unsigned int* init_line;  // ... (sentinel in data words, zero in flag words)
+  int multicast;                  // bound to a multicast object (reached by multimem ops)
 };
 
 struct CollsimOpInfo {
@@ -88,6 +96,7 @@ struct CollsimProgramInfo {
   const CollsimOpInfo* ops;
   int n_kernels;
   const char* emitter;
+  int multicast;             // uses multimem ops: needs multicast objects (NVLink SHARP, sm_90)
 };
 
 // dtype codes (see harness_host.h): 0 fp32, 1 bf16, 2 int32.

@@ -25,7 +25,7 @@ from z3 import z3core
 
 from collsim.verify.events import Event, Program, rmw_result
 
-__all__ = ["INIT_PREFIX", "Encoding", "Witness", "init_eid", "conj", "disj", "implies", "negate",
+__all__ = ["INIT_PREFIX", "Encoding", "MemoryModel", "Witness", "init_eid", "conj", "disj", "implies", "negate",
            "fold", "to_z3"]
 
 INIT_PREFIX = "init:"
@@ -116,8 +116,9 @@ def negate(a: Any) -> Any:
     return _not(a)
 
 
-def to_z3(a: Any) -> z3.BoolRef:
-    return z3.BoolVal(a) if isinstance(a, bool) else a
+def to_z3(a: Any, ctx: z3.Context | None = None) -> z3.BoolRef:
+    """A term as a z3 Bool: a Python bool becomes a constant of ``ctx`` (default: z3's main context)."""
+    return z3.BoolVal(a, ctx) if isinstance(a, bool) else a
 
 
 @dataclass
@@ -206,6 +207,8 @@ class Encoding:
     def __init__(self, program: Program, solver: z3.Solver) -> None:
         self.program = program
         self.solver = solver
+        #: the context every term of this encoding is built in: the solver's, which must be the program's
+        self.ctx = solver.ctx
         self.sort = program.sort
         self.events = list(program.events)
         self.ev = {e.eid: e for e in self.events}
@@ -224,13 +227,13 @@ class Encoding:
         for c in constraints:
             if c is True:
                 continue
-            self.solver.add(to_z3(c))
+            self.solver.add(to_z3(c, self.ctx))
 
     def bool(self, name: str) -> z3.BoolRef:
-        return z3.Bool(name)
+        return z3.Bool(name, self.ctx)
 
     def int(self, name: str) -> z3.ArithRef:
-        return z3.Int(name)
+        return z3.Int(name, self.ctx)
 
     def val(self, v: Any) -> z3.ExprRef:
         return self.program.const(v)
@@ -248,11 +251,11 @@ class Encoding:
     # ------------------------------------------------------------ public API
     def executed(self, eid: str) -> z3.BoolRef:
         """z3 Bool: the event runs (``init:<loc>`` always does)."""
-        return to_z3(self._ex(eid))
+        return to_z3(self._ex(eid), self.ctx)
 
     def writes(self, eid: str) -> z3.BoolRef:
         """z3 Bool: the event runs and writes (a failing ``cas`` does not)."""
-        return to_z3(self._wr(eid))
+        return to_z3(self._wr(eid), self.ctx)
 
     def read_value(self, eid: str) -> z3.ExprRef:
         """The value returned by read or RMW ``eid`` (``program.value_var(eid)``)."""
@@ -268,11 +271,11 @@ class Encoding:
 
     def rf(self, w: str, r: str) -> z3.BoolRef:
         """z3 Bool: ``r`` reads from ``w`` (False when ``w`` cannot be read by ``r``)."""
-        return to_z3(self._rf_of(w, r))
+        return to_z3(self._rf_of(w, r), self.ctx)
 
     def co(self, a: str, b: str) -> z3.BoolRef:
         """z3 Bool: write ``a`` precedes write ``b`` in coherence order (same location)."""
-        return to_z3(self._co(a, b))
+        return to_z3(self._co(a, b), self.ctx)
 
     def final_value(self, loc: str) -> z3.ExprRef:
         """The final value of ``loc`` (``program.final_var(loc)``)."""
@@ -323,8 +326,8 @@ class Encoding:
                 old = self.read_value(e.eid)
                 if callable(e.value):
                     out = e.value(old)
-                    new, does = out if isinstance(out, tuple) else (out, z3.BoolVal(True))
-                    new, does = self.val(new), z3.BoolVal(does) if isinstance(does, bool) else does
+                    new, does = out if isinstance(out, tuple) else (out, True)
+                    new, does = self.val(new), to_z3(does, self.ctx)
                 else:
                     operand = self.val(e.operand if e.operand is not None else 0)
                     compare = self.val(e.compare) if e.compare is not None else None
@@ -363,9 +366,9 @@ class Encoding:
                          implies(v, self.read_value(r.eid) == self.written_value(w)))
             self._rf[r.eid] = choices
             vs = list(choices.values())
-            self.add(implies(ex, z3.PbEq([(v, 1) for v in vs], 1)))
+            self.add(implies(ex, z3.PbEq([(v, 1) for v in vs], 1, self.ctx)))
             self.add(implies(negate(ex), z3.And([z3.Not(v) for v in vs] + [
-                self.read_value(r.eid) == self.val(0)])))
+                self.read_value(r.eid) == self.val(0)], self.ctx)))
 
     def _encode_atomic_groups(self) -> None:
         wgroups: dict[str, list[Event]] = {}
@@ -388,7 +391,7 @@ class Encoding:
                 if len(pairs) < 2:
                     continue
                 for a, b in zip(pairs, pairs[1:]):
-                    self.add(to_z3(a) == to_z3(b))
+                    self.add(to_z3(a, self.ctx) == to_z3(b, self.ctx))
 
     # barriers ----------------------------------------------------------------
     def _bar_group_key(self, e: Event) -> tuple[Any, ...]:
@@ -421,9 +424,9 @@ class Encoding:
                 else:
                     q = self.val(b.bar_quorum)
                     one, zero = self.val(1), self.val(0)
-                    reached = sum(z3.If(to_z3(conj(self._ex(o.eid), same[o.eid])), one, zero)
+                    reached = sum(z3.If(to_z3(conj(self._ex(o.eid), same[o.eid]), self.ctx), one, zero)
                                   for o in members)
-                    synced = sum(z3.If(to_z3(conj(syncsel[o.eid], same[o.eid])), one, zero)
+                    synced = sum(z3.If(to_z3(conj(syncsel[o.eid], same[o.eid]), self.ctx), one, zero)
                                  for o in members)
                     has_q = self.bool(f"barquorum[{b.eid}]")
                     ge = (lambda x, y: z3.UGE(x, y)) if z3.is_bv(q) else (lambda x, y: x >= y)
@@ -509,6 +512,20 @@ class Encoding:
         return Witness(executed=executed, rf=rf, values=values, written=written, co=co,
                        co_order=co_order, final=final, extra=ext,
                        labels={e.eid: e.text() for e in self.events}, threads=threads)
+
+
+class MemoryModel:
+    """A memory model: its ``name`` and the :class:`Encoding` subclass that states its axioms.
+
+    ``encode(program, solver)`` adds to ``solver`` the constraints whose
+    models are exactly the executions of ``program`` the model allows.
+    """
+
+    name: str = "base"
+    encoding: type[Encoding] = Encoding
+
+    def encode(self, program: Program, solver: z3.Solver) -> Encoding:
+        return self.encoding(program, solver)
 
 
 def _linearise(nodes: list[str], pairs: list[tuple[str, str]]) -> list[str]:

@@ -78,7 +78,7 @@ from typing import Any
 import z3
 
 from collsim.verify.events import Event, Program
-from collsim.verify.models.base import INIT_PREFIX, Encoding, conj, disj, implies, negate, to_z3
+from collsim.verify.models.base import INIT_PREFIX, Encoding, MemoryModel, conj, disj, implies, negate, to_z3
 
 __all__ = ["PTXModel", "PTXEncoding"]
 
@@ -218,7 +218,7 @@ class PTXEncoding(Encoding):
                 if d is False:
                     continue
                 var = self.bool(f"fr[{r.eid}->{w}]")
-                self.add(var == to_z3(d))
+                self.add(var == to_z3(d, self.ctx))
                 self._fr[(r.eid, w)] = var
 
     # ------------------------------------------------------------- observation
@@ -495,7 +495,7 @@ class PTXEncoding(Encoding):
         for loc in self.locations:
             ws = self.writes_to(loc)
             sel = {w: self.bool(f"final[{loc}]={w}") for w in ws}
-            self.add(z3.PbEq([(v, 1) for v in sel.values()], 1))
+            self.add(z3.PbEq([(v, 1) for v in sel.values()], 1, self.ctx))
             fin = self.program.final_var(loc)
             for w, v in sel.items():
                 maximal = [negate_and(self._co(w, o)) for o in ws if o != w]
@@ -508,10 +508,8 @@ def negate_and(*xs: Any) -> Any:
     return negate(conj(*xs))
 
 
-class PTXModel:
+class PTXModel(MemoryModel):
     """PTX memory consistency model, generic proxy (PTX ISA; ASPLOS'19)."""
 
     name = "ptx"
-
-    def encode(self, program: Program, solver: z3.Solver) -> PTXEncoding:
-        return PTXEncoding(program, solver)
+    encoding = PTXEncoding

@@ -13,7 +13,7 @@ from __future__ import annotations
 import z3
 
 from collsim.verify.events import Program
-from collsim.verify.models.base import INIT_PREFIX, Encoding, conj, implies
+from collsim.verify.models.base import INIT_PREFIX, Encoding, MemoryModel, conj, implies
 
 __all__ = ["SCModel", "SCEncoding"]
 
@@ -31,7 +31,7 @@ class SCEncoding(Encoding):
 
     def position(self, eid: str) -> z3.ArithRef:
         if eid.startswith(INIT_PREFIX):
-            return z3.IntVal(-1)
+            return z3.IntVal(-1, self.ctx)
         return self.pos[eid]
 
     def _order(self) -> None:
@@ -75,10 +75,8 @@ class SCEncoding(Encoding):
                 self.add(implies(last, fin == self.written_value(w)))
 
 
-class SCModel:
+class SCModel(MemoryModel):
     """Sequential consistency (Lamport)."""
 
     name = "sc"
-
-    def encode(self, program: Program, solver: z3.Solver) -> SCEncoding:
-        return SCEncoding(program, solver)
+    encoding = SCEncoding

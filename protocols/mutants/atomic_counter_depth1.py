@@ -1,11 +1,11 @@
-"""mutant-ll128-atomic-depth1: the atomic result buffer is single-buffered."""
+"""mutant-atomic-counter-depth1: the atomic result buffer is single-buffered."""
 from __future__ import annotations
 
-from protocols.ll128_atomic import LL128Atomic
+from protocols.atomic_counter import AtomicCounter
 
 
-class LL128AtomicDepth1(LL128Atomic):
-    """ll128-atomic with ``depth=1``.
+class AtomicCounterDepth1(AtomicCounter):
+    """atomic-counter with ``depth=1``.
 
     A peer that finished the current launch adds its next input into a
     rank's result slot before that rank has read (and zeroed) the current
@@ -13,6 +13,6 @@ class LL128AtomicDepth1(LL128Atomic):
     zeroing wipes out an addition.
     """
 
-    name = "mutant-ll128-atomic-depth1"
+    name = "mutant-atomic-counter-depth1"
     expected_violation = "early-overwrite"
-    default_params = {**LL128Atomic.default_params, "depth": 1}
+    default_params = {**AtomicCounter.default_params, "depth": 1}
