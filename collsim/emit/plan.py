@@ -141,7 +141,7 @@ def _split_kernels(nodes: tuple[EmitNode, ...]) -> list[tuple[EmitNode, ...]]:
 #: architecture each ask for the same plan. Keyed by the class too: a protocol file loaded twice in one process
 #: may define a changed class under the same name. Room for every shipped protocol and mutant under every
 #: algorithm it has.
-_PLANS: "LRUCache[ProgramPlan]" = LRUCache(maxsize=64)
+_PLANS: "LRUCache[ProgramPlan]" = LRUCache(maxsize=128)
 
 
 def plan_for(protocol: Protocol, algorithm: str) -> ProgramPlan:

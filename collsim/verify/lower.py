@@ -38,10 +38,13 @@ What the expansion decides
 """
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any, Iterable, NamedTuple
 
 from collsim.algorithms import generate, transfer_bytes
 from collsim.ir.checks import check_protocol_program
+from collsim.ir.effects import effects
 from collsim.ir.origin import shown_path
 from collsim.errors import UnsupportedError
 from collsim.ir.assumptions import get_assumption
@@ -77,11 +80,24 @@ def op_source(op: Any) -> str:
     if origin is None:
         return ""
     (file, line), rest = origin.frames[0], origin.frames[1:]
-    text = f"{shown_path(file)}:{line}"
+    text = f"{_module_path(file)}:{line}"
     other = next(((f, n) for f, n in rest if f != file), None)
     if other is not None:
-        text += f" (from {shown_path(other[0])}:{other[1]})"
+        text += f" (from {_module_path(other[0])}:{other[1]})"
     return text
+
+
+def _module_path(file: str) -> str:
+    """A protocol file as counterexamples name it, the same in every process and working directory: as the
+    import system found it when that was relative (``protocols/ll.py``), relative to the ``sys.path`` entry
+    it was imported from, else relative to the working directory when below it, else as it is."""
+    if not os.path.isabs(file):
+        return file
+    for entry in sys.path:
+        root = os.path.abspath(entry or os.curdir)
+        if file.startswith(root + os.sep) and os.path.isdir(os.path.join(root, file[len(root) + 1:].split(os.sep)[0])):
+            return os.path.relpath(file, root)
+    return shown_path(file)
 
 
 class DataPath(NamedTuple):
@@ -134,8 +150,6 @@ def data_path(protocol: Protocol, algorithm: str) -> DataPath:
     >>> data_path(load_protocol("simple"), "one-shot").default_threads
     2
     """
-    from collsim.ir.effects import effects  # local: the lowering needs it nowhere else
-
     per_line = protocol.data_layout.data_bytes
     nranks = 4
     want = REALISTIC_LINES * per_line

@@ -30,6 +30,7 @@ class LLFrozenEpoch(LL):
     """
 
     name = "mutant-ll-frozen-epoch"
+    algorithms = ("one-shot",)
     graph_replay = True
     expected_violation = "stale-read"
 
