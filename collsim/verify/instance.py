@@ -16,8 +16,10 @@ and a consumer's value names its producer.
 """
 from __future__ import annotations
 
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Hashable, Mapping
+from typing import Hashable, Iterator, Mapping
 
 from collsim.ir.ops import NotEqual
 from collsim.verify.events import AtomicGroup, Event, EventKind, Instr, InstrKind, Placement, Program
@@ -32,6 +34,7 @@ __all__ = [
     "VerifyInstr",
     "VerifyInstance",
     "input_value",
+    "long_integer_text",
     "INPUT_BASE",
     "INPUT_OFFSET",
 ]
@@ -76,6 +79,21 @@ class Bounds:
     def describe(self) -> str:
         return (f"{self.ranks} ranks x {self.iterations} iterations, {self.lines} line(s) per chunk, "
                 f"{self.threads} thread(s) per rank")
+
+
+@contextmanager
+def long_integer_text() -> Iterator[None]:
+    """Lift Python's limit on the decimal text of an int while a verification runs: an input's concrete value
+    is a distinct power (:func:`input_value`), whose text passes the limit at a node's bound (8 ranks x 3
+    launches of a line protocol), and z3 takes and gives integers as text."""
+    limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
+    if limit:
+        sys.set_int_max_str_digits(0)
+    try:
+        yield
+    finally:
+        if limit:
+            sys.set_int_max_str_digits(limit)
 
 
 def input_value(rank: int, iteration: int, element: int, bounds: Bounds, elements: int) -> int:

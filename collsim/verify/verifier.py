@@ -49,6 +49,7 @@ from collsim.verify.properties import (
     torn,
 )
 from collsim.verify.report import Counterexample, build_counterexample
+from collsim.verify.instance import long_integer_text
 from collsim.verify.solver import raise_if_interrupted
 from collsim.verify.symmetry import anchored_at_rank0, rank_rotation
 
@@ -63,6 +64,11 @@ __all__ = [
     "Summary",
     "FailedRun",
     "DEFAULT_TIMEOUT_S",
+    "ProblemSize",
+    "problem_size",
+    "estimate",
+    "LONG_UNKNOWNS",
+    "SLOW_UNKNOWNS",
 ]
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -530,6 +536,56 @@ class _Checker:
         return {p: results[p] for p in PROPERTIES if p in results}
 
 
+@dataclass(frozen=True)
+class ProblemSize:
+    """How large one verification's encoding is, counted on the lowered instance before any solving.
+
+    ``rf_choices`` is the number of (write, read) pairs at the same element (each read's initial value
+    included): the reads-from unknowns before the static analysis drops some; ``co_pairs`` the pairs of
+    writes to one element whose coherence order is unknown before solving. Their sum, ``unknowns``, is the
+    estimate the CLI reports and warns on (docs/PERFORMANCE.md relates it to measured times).
+    """
+
+    events: int
+    reads: int
+    writes: int
+    rf_choices: int
+    co_pairs: int
+
+    @property
+    def unknowns(self) -> int:
+        return self.rf_choices + self.co_pairs
+
+    def __str__(self) -> str:
+        return (f"{self.events} events, about {self.unknowns} unknowns ({self.rf_choices} reads-from choices, "
+                f"{self.co_pairs} coherence pairs)")
+
+
+#: Above this many unknowns a verification usually runs for more than a few seconds: the CLI shows the size.
+LONG_UNKNOWNS = 5_000
+#: Above this many unknowns no verification measured so far finished within minutes on a 2-core machine (the
+#: ring programs at 8 ranks x 3 launches: 64k-85k unknowns, 3 to more than 5 minutes of CPU); the CLI warns.
+SLOW_UNKNOWNS = 50_000
+
+
+def problem_size(low: VerifyInstance) -> ProblemSize:
+    """The :class:`ProblemSize` of a lowered instance (cheap: no encoding is built)."""
+    reads = [e for e in low.events if e.is_read]
+    writes = [e for e in low.events if e.is_write]
+    rf = sum(1 + len(low.writes_at(e.loc)) - (1 if e.is_write else 0) for e in reads)
+    co = 0
+    for loc in low.locs:
+        ws = low.writes_at(loc)
+        co += sum(1 for i, a in enumerate(ws) for b in ws[i + 1:] if a.thread != b.thread)
+    return ProblemSize(len(low.events), len(reads), len(writes), rf, co)
+
+
+def estimate(protocol: str | Protocol, algorithm: str | None = None, **kwargs: Any) -> ProblemSize:
+    """The :class:`ProblemSize` :func:`verify` with the same arguments would solve (lowers, never solves)."""
+    plan = _plan(protocol, algorithm, **{k: v for k, v in kwargs.items() if k not in ("timeout", "use_cache")})
+    return problem_size(plan.low)
+
+
 def _bound(low: VerifyInstance, bounds: Bounds, model: str, assumptions: tuple[str, ...], data_domain: bool) -> Bound:
     return Bound(bounds.ranks, bounds.iterations, bounds.lines, bounds.threads, model, assumptions, data_domain,
                  tuple(low.notes))
@@ -617,6 +673,7 @@ def verify(
     dependencies: bool = True,
     properties: Iterable[str] | None = None,
     use_cache: bool = True,
+    progress: "Callable[[str], None] | None" = None,
 ) -> VerifyResult:
     """Check every property of ``protocol`` under ``algorithm`` (default: its first) at a bound.
 
@@ -632,6 +689,9 @@ def verify(
         Also re-check without each assumption and without the data-domain restriction.
     properties : names, optional
         A subset of :data:`~collsim.verify.properties.PROPERTIES`.
+    progress : callable, optional
+        Called with one line of text as the check goes: the :class:`ProblemSize` first, then each property
+        being solved and each re-check (the CLI shows it as a status line).
 
     Returns
     -------
@@ -653,8 +713,11 @@ def verify(
     # Z3's choice of counterexample depends on the terms its context already holds: a context of its own
     # makes a verdict and its counterexample independent of what this process solved before (serially, in
     # a pool worker or on a Dask worker alike).
-    results, deps = _check_all(proto, algorithm, bounds, low, model, active, domain, timeout, props,
-                               dependencies, z3.Context())
+    if progress:
+        progress(f"{proto.name} ({algorithm}) at {bounds.ranks}x{bounds.iterations}: {problem_size(low)}")
+    with long_integer_text():
+        results, deps = _check_all(proto, algorithm, bounds, low, model, active, domain, timeout, props,
+                                   dependencies, z3.Context(), progress)
     result = VerifyResult(proto.name, algorithm, model, _bound(low, bounds, model, active, domain), results, deps,
                           time.perf_counter() - start, expected)
     if use_cache:
