@@ -13,7 +13,9 @@ Sweeps every shipped protocol x algorithm x topology preset, sizes 8 B .. 256 Mi
     the rule's premise does not hold there, and those topologies are reported apart, not counted;
 ``busbw-bound``
     bus bandwidth stays within the GPU's effective link bandwidth times the protocol's payload share
-    (LL 1/2, LL128 15/16, plain lines 1);
+    (LL 1/2, LL128 15/16, plain lines 1); a program that reduces in the switch (multimem operations) sends
+    its data up once and receives the sum down once, so its bound is that times 2 (n - 1) / n, the busbw of
+    moving the message once each way;
 ``ring-8B-order``
     at 8 B the ring kernel (CUDA-graph launch) is fastest with LL, then LL128, then Simple (their per-step
     handshakes: flag in the line, a warp's flag check, fence then flag); harnesses whose back-to-back
@@ -30,6 +32,7 @@ bound when busbw exceeds it by more than 0.5 %.
     python benchmarks/physics.py --reduced        # the reduced sweep the test suite runs
     python benchmarks/physics.py --model analytic # another model
     python benchmarks/physics.py --examples 10    # more violations printed per rule
+    python benchmarks/physics.py --protocols nvls,nvls-poison   # only these protocols
 
 Exit status 0 when no rule is violated, 1 otherwise.
 """
@@ -115,11 +118,15 @@ def _simulate_group(args: tuple) -> list[Point]:
     from collsim.models import SimRequest, get_model
     from collsim.topology import load_topology
 
+    from collsim.config import fabric_needs
+
     topo = _topology(topology_name, load_topology)
     protocol = load_protocol(protocol_name)
     _, fn = get_model(model)
     egress = min(topo.gpu_egress_gbps(r, effective=True) for r in range(ranks))
     bound = egress * protocol.payload_efficiency
+    if fabric_needs(protocol, algorithm):  # reduced in the switch: the data crosses each link once each way
+        bound *= 2 * (ranks - 1) / ranks
     shared = len({tuple(topo.route(0, p).links[:1]) for p in range(1, topo.num_gpus)}) == 1
     out = []
     for launch in launches:
@@ -141,7 +148,7 @@ def _topology(name: str, load) -> object:
     return found
 
 
-def groups(sweep: Sweep, model: str) -> list[tuple]:
+def groups(sweep: Sweep, model: str, only: frozenset[str] | None = None) -> list[tuple]:
     """The simulation tasks of ``sweep``: one per (topology, protocol, algorithm, ranks), costliest first; a
     program the topology cannot run (multimem operations without NVLink SHARP switches) is left out."""
     from collsim.config import unsupported_reason
@@ -152,6 +159,8 @@ def groups(sweep: Sweep, model: str) -> list[tuple]:
     for name, counts in sweep.ranks.items():
         topo = _topology(name, load_topology)
         for protocol_name in list_protocols():
+            if only is not None and protocol_name not in only:
+                continue
             protocol = load_protocol(protocol_name)
             for algorithm in protocol.algorithms:
                 for n in counts:
@@ -162,9 +171,9 @@ def groups(sweep: Sweep, model: str) -> list[tuple]:
     return tasks
 
 
-def simulate(sweep: Sweep, model: str = "des", workers: int = 1) -> list[Point]:
-    """Simulate every configuration of ``sweep``."""
-    tasks = groups(sweep, model)
+def simulate(sweep: Sweep, model: str = "des", workers: int = 1, only: frozenset[str] | None = None) -> list[Point]:
+    """Simulate every configuration of ``sweep`` (of the protocols ``only`` names, when given)."""
+    tasks = groups(sweep, model, only)
     if workers <= 1:
         return [p for task in tasks for p in _simulate_group(task)]
     with ProcessPoolExecutor(workers) as pool:
@@ -306,14 +315,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="des", help="performance model (default des)")
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--examples", type=int, default=5, help="violations printed per rule (default 5)")
+    parser.add_argument("--protocols", help="comma-separated protocols to sweep (default: every shipped one)")
     args = parser.parse_args(argv)
     sweep = reduced_sweep() if args.reduced else full_sweep()
+    only = None
+    if args.protocols:
+        from collsim.ir.registry import list_protocols
+
+        only = frozenset(p.strip() for p in args.protocols.split(",") if p.strip())
+        unknown = sorted(only - set(list_protocols()))
+        if unknown:
+            parser.error(f"--protocols: unknown protocol(s) {', '.join(unknown)} "
+                         f"(valid: {', '.join(list_protocols())})")
     t0 = time.perf_counter()
-    points = simulate(sweep, args.model, args.workers)
+    points = simulate(sweep, args.model, args.workers, only)
     wall = time.perf_counter() - t0
     configs = len(points)
-    print(f"# {args.model}: {configs} simulated points ({'reduced' if args.reduced else 'full'} sweep) in "
-          f"{wall:.1f} s, {time.strftime('%Y-%m-%d')}")
+    print(f"# {args.model}: {configs} simulated points ({'reduced' if args.reduced else 'full'} sweep"
+          f"{', protocols ' + ','.join(sorted(only)) if only else ''}) in {wall:.1f} s, {time.strftime('%Y-%m-%d')}")
     total = report(check(points), args.examples)
     unshared(points)
     return 1 if total else 0

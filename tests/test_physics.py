@@ -20,9 +20,24 @@ import physics  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def results():
-    points = physics.simulate(physics.reduced_sweep(), "des", workers=1)
+def points():
+    return physics.simulate(physics.reduced_sweep(), "des", workers=1)
+
+
+@pytest.fixture(scope="module")
+def results(points):
     return physics.check(points)
+
+
+def test_the_reduced_sweep_covers_every_shipped_program(points):
+    """Every protocol x algorithm is checked, the NVLink SHARP ones on the presets whose switches reduce."""
+    from collsim.ir.registry import list_protocols, load_protocol
+
+    assert {(p.protocol, p.algorithm) for p in points} == {
+        (name, algorithm) for name in list_protocols() for algorithm in load_protocol(name).algorithms}
+    for name in ("nvls", "nvls-poison", "ll128-atomic-nvls"):
+        assert {p.topology for p in points if p.protocol == name} == {"hgx-h100", "gb200-nvl72"}
+        assert {p.ranks for p in points if p.protocol == name and p.topology == "gb200-nvl72"} == {8, 9, 16, 72}
 
 
 @pytest.mark.parametrize("rule", physics.RULES)
