@@ -5,21 +5,12 @@ from collsim.ir.ops import Op, SyncGroup
 from collsim.ir.program import ProgramBuilder
 from collsim.ir.protocol import Exchange
 from protocols.barrier import Barrier
+from protocols.mutants import RewritingBuilder
 
 
-class _WithoutPublishSync:
-    """A builder that drops the group barrier in front of the publishing barrier's arrival."""
-
-    def __init__(self, inner: ProgramBuilder) -> None:
-        self._inner = inner
-
-    def emit(self, op: Op) -> Op:
-        if isinstance(op, SyncGroup) and op.label == "barrier.publish.sync_before":
-            return op
-        return self._inner.emit(op)
-
-    def __getattr__(self, name: str):
-        return getattr(self._inner, name)
+def _without_publish_sync(op: Op) -> Op | None:
+    """Drop the group barrier in front of the publishing barrier's arrival."""
+    return None if isinstance(op, SyncGroup) and op.label == "barrier.publish.sync_before" else op
 
 
 class BarrierUnsyncedPublish(Barrier):
@@ -38,4 +29,4 @@ class BarrierUnsyncedPublish(Barrier):
     expected_violation = "data-race"
 
     def exchange(self, b: ProgramBuilder, ex: Exchange) -> None:
-        super().exchange(_WithoutPublishSync(b), ex)  # type: ignore[arg-type]
+        super().exchange(RewritingBuilder(b, _without_publish_sync), ex)  # type: ignore[arg-type]

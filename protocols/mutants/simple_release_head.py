@@ -5,26 +5,19 @@ from collsim.ir.ops import Fence, Op, Store, SyncGroup
 from collsim.ir.program import ProgramBuilder
 from collsim.ir.protocol import Exchange
 from collsim.ir.types import Sem
+from protocols.mutants import RewritingBuilder
 from protocols.simple import Simple
 
 
-class _ReleaseHead:
-    """A builder that posts the step (the FIFO's head) with ``st.release`` instead of syncing the group and fencing."""
-
-    def __init__(self, inner: ProgramBuilder) -> None:
-        self._inner = inner
-
-    def emit(self, op: Op) -> Op:
-        if isinstance(op, SyncGroup) and op.label == "sync_data_written":
-            return op
-        if isinstance(op, Fence) and op.label == "fence_release":
-            return op
-        if isinstance(op, Store) and op.label == "post_step":
-            op = Store(op.dst, op.src, Sem.RELEASE, op.scope, flag=op.flag, issuer=op.issuer, label=op.label)
-        return self._inner.emit(op)
-
-    def __getattr__(self, name: str):
-        return getattr(self._inner, name)
+def _release_head(op: Op) -> Op | None:
+    """Post the step (the FIFO's head) with ``st.release`` instead of syncing the group and fencing."""
+    if isinstance(op, SyncGroup) and op.label == "sync_data_written":
+        return None
+    if isinstance(op, Fence) and op.label == "fence_release":
+        return None
+    if isinstance(op, Store) and op.label == "post_step":
+        return Store(op.dst, op.src, Sem.RELEASE, op.scope, flag=op.flag, issuer=op.issuer, label=op.label)
+    return op
 
 
 class SimpleReleaseHead(Simple):
@@ -43,4 +36,4 @@ class SimpleReleaseHead(Simple):
     expected_violation = "data-race"
 
     def exchange(self, b: ProgramBuilder, ex: Exchange) -> None:
-        super().exchange(_ReleaseHead(b), ex)  # type: ignore[arg-type]
+        super().exchange(RewritingBuilder(b, _release_head), ex)  # type: ignore[arg-type]
