@@ -59,14 +59,21 @@ print(json.dumps({"verify_cpu": time.process_time() - t0, "result": r.to_json()}
 """
 
 
-def run_case(protocol: str, ranks: int, iterations: int, algorithm: str | None, timeout: float) -> dict:
+def run_case(protocol: str, ranks: int, iterations: int, algorithm: str | None, timeout: float,
+             cap: float | None = None) -> dict:
     """One verification in a fresh interpreter: its CPU seconds (the call, the process), wall seconds, verdicts."""
     spec = {"protocol": protocol, "algorithm": algorithm, "ranks": ranks, "iterations": iterations,
             "timeout": timeout}
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cpu0, wall0 = _children_cpu(), time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(spec)], capture_output=True, text=True,
-                          env=env, cwd=ROOT)
+    try:
+        proc = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(spec)], capture_output=True, text=True,
+                              env=env, cwd=ROOT, timeout=cap)
+    except subprocess.TimeoutExpired:  # the child is killed: its CPU is not in our children's usage
+        return {"protocol": protocol, "bound": f"{ranks}x{iterations}", "algorithm": algorithm or "-",
+                "verify_cpu_s": float("nan"), "process_cpu_s": float("nan"),
+                "wall_s": round(time.perf_counter() - wall0, 2), "status": None,
+                "verdict": f"did not finish in {cap:g} s wall"}
     cpu, wall = _children_cpu() - cpu0, time.perf_counter() - wall0
     case = {"protocol": protocol, "bound": f"{ranks}x{iterations}", "process_cpu_s": round(cpu, 2),
             "wall_s": round(wall, 2), "status": proc.returncode}
@@ -94,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bounds", nargs="+", default=["4x3"], help="RANKSxLAUNCHES, e.g. 4x3 8x3")
     parser.add_argument("--algorithm", default=None, help="algorithm (default: each protocol's first)")
     parser.add_argument("--timeout", type=float, default=300.0, help="solver limit per property, seconds")
+    parser.add_argument("--cap", type=float, default=None, help="stop a case after this many wall seconds")
     parser.add_argument("--json", dest="json_out", default=None, help="also write the cases to this file")
     args = parser.parse_args(argv)
     protocols = list(args.protocols or ORIGINAL) + (NVLS if args.nvls else [])
@@ -106,10 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     for ranks, iterations in bounds:
         total = [0.0, 0.0]
         for protocol in protocols:
-            case = run_case(protocol, ranks, iterations, args.algorithm, args.timeout)
+            case = run_case(protocol, ranks, iterations, args.algorithm, args.timeout, args.cap)
             cases.append(case)
-            total[0] += case["verify_cpu_s"]
-            total[1] += case["process_cpu_s"]
+            total[0] += case["verify_cpu_s"] if case["verify_cpu_s"] == case["verify_cpu_s"] else 0.0
+            total[1] += case["process_cpu_s"] if case["process_cpu_s"] == case["process_cpu_s"] else 0.0
             extra = ", ".join(case.get("unknown") or case.get("violated") or []) or case.get("detail", "")
             print(f"| {protocol} | {case['algorithm']} | {ranks}x{iterations} | {case['verify_cpu_s']:.1f} | "
                   f"{case['process_cpu_s']:.1f} | {case['wall_s']:.1f} | "
