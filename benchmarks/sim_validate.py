@@ -159,6 +159,10 @@ def _ca_algorithm(ranks: int, size: int) -> str:
     return "two-shot"
 
 
+#: Where NVLS rows are compared instead: the nvls protocol against every published NVLS measurement.
+NVLS_ELSEWHERE = "compared by benchmarks/nvls_validate.py (the nvls protocol; docs/VALIDATION.md, NVLink SHARP)"
+
+
 def map_row(row: pd.Series) -> tuple[Case | None, str]:
     """The case a measured row maps to, or None and why not."""
     src, lib, alg = row["source_id"], str(row["library"]), str(row["algorithm"])
@@ -179,7 +183,7 @@ def map_row(row: pd.Series) -> tuple[Case | None, str]:
         n = ranks or 8
         note = "GPU count not stated; presumed 8" if ranks is None else ""
         if "multimem" in alg:
-            return None, "NVLink SHARP multicast (multimem) is not modelled"
+            return None, "NVLink SHARP multicast (multimem): " + NVLS_ELSEWHERE
         if "one_shot" in alg:
             return case("pytorch-one-shot", "hgx-h100", n, "one-shot", ("signal-pad",), "events", note)
         if "two_shot" in alg:
@@ -199,12 +203,13 @@ def map_row(row: pd.Series) -> tuple[Case | None, str]:
         if "NVLSTree" in alg:
             return case("nccl-graph", "hgx-h100", 2, "ring", NCCL_RING_PROTOCOLS, "graph",
                         "NVLSTree row; the author reports Ring gives the same")
-        return None, "NVLS (multicast) algorithm is not modelled"
+        return None, "NVLS (multicast) algorithm: " + NVLS_ELSEWHERE
     if src == "S13":
         if "NCCL" in lib:
             return None, ("NCCL at 32 ranks in one NVLink domain runs NVLS/tree (10.9 us at 1 KiB is below any "
                           "62-step ring); those algorithms are not modelled")
-        return None, "MSCCL++ auto-selected NVLS kernels are not modelled"
+        return None, ("MSCCL++ auto-selected NVLS kernels on a multi-node NVLink domain (collsim models one "
+                      "domain per node)")
     if src in ("S01", "S04", "S14", "S16", "S25", "S07", "S02"):
         if "Triton-distributed" in lib:
             return None, "flagged as wrong by its own issue"
@@ -213,7 +218,7 @@ def map_row(row: pd.Series) -> tuple[Case | None, str]:
         if topology is None:
             return None, f"no preset for GPU {gpu}"
         if src == "S02" and size > 1 << 20:
-            return None, "NCCL used NVLS/Simple above 1 MiB per the source; NVLS is not modelled"
+            return None, "NCCL used NVLS/Simple above 1 MiB per the source: " + NVLS_ELSEWHERE
         note = "H20 costed as H100 (same NVLink4 fabric)" if gpu == "H20" else ""
         if src == "S04":
             note = "NVLS requested on A100, which has none; NCCL's fallback assumed"
@@ -235,8 +240,8 @@ def map_row(row: pd.Series) -> tuple[Case | None, str]:
         return case("nccl-symmetric-ll", topology, ranks or 8, "one-shot", ("ll",), launch, note)
     reasons = {
         "S03": "algorithm chosen by AWS's tuner plugin, not reported",
-        "S05": "NVLS forced; multicast is not modelled",
-        "S06": "NVLS forced; multicast is not modelled",
+        "S05": "NVLS forced: " + NVLS_ELSEWHERE,
+        "S06": "NVLS forced: " + NVLS_ELSEWHERE,
         "S09": "MSCCL++ test kernels whose algorithm/protocol the source does not state",
         "S24": "host wall-clock with Python and sync, not a device time",
         "S26": "backend not confirmed (stock NCCL or Mooncake PG)",

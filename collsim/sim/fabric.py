@@ -36,6 +36,12 @@ multicast. Transfers are costed whole (``transfer_pieces`` does not split
 them), and a program with multimem operations is simulated rank by rank
 (the one-rank fold of :mod:`collsim.sim.symmetry` mirrors one rank's
 writes, not a write to every rank).
+
+The simulator's walks reach this module through their rules for the three
+operations: the lowering's ``visit_multimem_*`` bind them like stores and
+loads (:mod:`collsim.sim.lower`), and a rank's ``visit_multimem_*``
+(:class:`collsim.sim.rank.Rank`) catch up with the simulation clock and call
+:func:`load_reduce`, :func:`multicast_store` or :func:`multicast_red`.
 """
 from __future__ import annotations
 

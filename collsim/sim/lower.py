@@ -219,11 +219,7 @@ class _Compiler(OpVisitor):
     # -- operations: the fields each sets ---------------------------------------
 
     def visit_store(self, op: Store) -> tuple:
-        f = _Fields(SimKind.STORE, op, self.program, op.dst)
-        f.fields["src"] = _source_tuple(op.src)
-        if op.flag is not None:
-            f.fields["flag"] = _src(op.flag)
-        return self._item(op, f, moves_data=True)
+        return self._write(SimKind.STORE, op, "src", op.src)
 
     def visit_load(self, op: Load) -> tuple:
         return self._item(op, _Fields(SimKind.LOAD, op, self.program, op.src), moves_data=True)
@@ -245,11 +241,7 @@ class _Compiler(OpVisitor):
     def visit_atomic(self, op: Atomic) -> tuple:
         if not isinstance(op.operand, Expr) and getattr(op, "issuer", Issuer.ALL) is Issuer.ALL:
             self.lowered.data_atomics = True
-        f = _Fields(SimKind.ATOMIC, op, self.program, op.dst)
-        f.fields["operand"] = _source_tuple(op.operand)
-        if op.flag is not None:  # a line's count word, added next to the data (what its readers poll)
-            f.fields["flag"] = _src(op.flag)
-        return self._item(op, f, moves_data=True)
+        return self._write(SimKind.ATOMIC, op, "operand", op.operand)
 
     def visit_reduce(self, op: Reduce) -> tuple:
         f = _Fields(SimKind.REDUCE, op, self.program)
@@ -280,19 +272,11 @@ class _Compiler(OpVisitor):
 
     def visit_multimem_store(self, op: MultimemStore) -> tuple:
         self.lowered.multicast = True
-        f = _Fields(SimKind.MC_STORE, op, self.program, op.dst)
-        f.fields["src"] = _source_tuple(op.src)
-        if op.flag is not None:
-            f.fields["flag"] = _src(op.flag)
-        return self._item(op, f, moves_data=True)
+        return self._write(SimKind.MC_STORE, op, "src", op.src)
 
     def visit_multimem_red(self, op: MultimemRed) -> tuple:
         self.lowered.multicast = True
-        f = _Fields(SimKind.MC_RED, op, self.program, op.dst)
-        f.fields["operand"] = _source_tuple(op.operand)
-        if op.flag is not None:
-            f.fields["flag"] = _src(op.flag)
-        return self._item(op, f, moves_data=True)
+        return self._write(SimKind.MC_RED, op, "operand", op.operand)
 
     # host actions, before the launch: collsim.sim.rank costs them
 
@@ -317,6 +301,15 @@ class _Compiler(OpVisitor):
         return ("loop", op.var, count, body, lanes, op.label, _contains(op.body, (PollUntil,)))
 
     # -- one binder per operation ------------------------------------------------
+
+    def _write(self, kind: SimKind, op: Any, field: str, source: Any) -> tuple:
+        """A store or atomic (unicast or multimem): its destination, what it writes (``src`` or ``operand``)
+        and the flag or count word it sets beside the data (what the destination's readers poll)."""
+        f = _Fields(kind, op, self.program, op.dst)
+        f.fields[field] = _source_tuple(source)
+        if op.flag is not None:
+            f.fields["flag"] = _src(op.flag)
+        return self._item(op, f, moves_data=True)
 
     def _item(self, op: Any, f: _Fields, moves_data: bool = False) -> tuple:
         if moves_data and getattr(op, "issuer", Issuer.ALL) is Issuer.ALL:

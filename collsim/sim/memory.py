@@ -9,7 +9,10 @@ counter, write data, write the sentinel).
 
 A poll asks :meth:`Location.satisfied_at`: the earliest time at which every
 polled line satisfies the predicate, judged from the writes visible by then
-in the order they became visible. Writes of earlier launches are complete
+in the order they became visible. The predicate is the poll's own
+:class:`~collsim.ir.ops.Predicate`, and :meth:`~collsim.ir.ops.Predicate.holds`
+(the IR's one evaluator, which the verifier and emitter use too) decides
+each polled word, user data and the sentinel included. Writes of earlier launches are complete
 before this one starts (stream order), and every buffer starts from its
 declared ``init`` (zero or the sentinel); a simulated launch is the first
 use of its slots, which is how a steady-state launch sees them too: stale
@@ -113,6 +116,7 @@ class Location:
         if span is None or span[0] > lo or span[1] < lo + lines:
             return None
         return self._value(bisect_right(self.visibles, time))
+
     def satisfied_by_last(self, lo: int, hi: int, pred: Predicate, after: float) -> tuple[float, Write] | None | bool:
         """:meth:`satisfied_at` after one write was added, when the writes before it never satisfied ``pred``
         from ``after`` on; ``False`` where this shortcut does not apply (call :meth:`satisfied_at`).
