@@ -115,10 +115,9 @@ def _simulate_group(args: tuple) -> list[Point]:
     """Every size and launch of one (topology, protocol, algorithm, ranks)."""
     topology_name, protocol_name, algorithm, ranks, sizes, launches, model = args
     from collsim.ir.registry import load_protocol
+    from collsim.config import fabric_needs
     from collsim.models import SimRequest, get_model
     from collsim.topology import load_topology
-
-    from collsim.config import fabric_needs
 
     topo = _topology(topology_name, load_topology)
     protocol = load_protocol(protocol_name)
@@ -171,7 +170,8 @@ def groups(sweep: Sweep, model: str, only: frozenset[str] | None = None) -> list
     return tasks
 
 
-def simulate(sweep: Sweep, model: str = "des", workers: int = 1, only: frozenset[str] | None = None) -> list[Point]:
+def simulate(sweep: Sweep, model: str = "des", workers: int = 1,
+             only: frozenset[str] | None = None) -> list[Point]:
     """Simulate every configuration of ``sweep`` (of the protocols ``only`` names, when given)."""
     tasks = groups(sweep, model, only)
     if workers <= 1:
@@ -331,8 +331,8 @@ def main(argv: list[str] | None = None) -> int:
     points = simulate(sweep, args.model, args.workers, only)
     wall = time.perf_counter() - t0
     configs = len(points)
-    print(f"# {args.model}: {configs} simulated points ({'reduced' if args.reduced else 'full'} sweep"
-          f"{', protocols ' + ','.join(sorted(only)) if only else ''}) in {wall:.1f} s, {time.strftime('%Y-%m-%d')}")
+    which = ("reduced" if args.reduced else "full") + (", protocols " + ",".join(sorted(only)) if only else "")
+    print(f"# {args.model}: {configs} simulated points ({which} sweep) in {wall:.1f} s, {time.strftime('%Y-%m-%d')}")
     total = report(check(points), args.examples)
     unshared(points)
     return 1 if total else 0

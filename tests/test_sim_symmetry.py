@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from collsim.models import SimRequest, resolve_protocol
@@ -211,10 +211,17 @@ def _launches(draw):
 
 @settings(max_examples=60, deadline=None)
 @given(_launches())
+@example(_request("gb200-nvl72", 6, "barrier", "two-shot", 543748, channels=1))
 def test_any_launch_gets_the_full_simulations_result(request):
-    """Whatever the topology, costs, channels and size: folded or not, the result is the full simulation's."""
+    """Whatever the topology, costs, channels and size: folded or not, the result is the full simulation's.
+
+    The breakdown is compared exactly; each rank's end to within float rounding: in the full simulation a
+    rank's placements on its pipes can sum in another order than rank 0's, so its end may differ by an ulp
+    (gb200-nvl72, barrier two-shot, 6 ranks, 543 748 B, one channel: 38.623690247860225 for rank 0 and the
+    folded ranks, 38.62369024786022 for ranks 1-5 of the full simulation)."""
     full, folded = _both(request)
-    assert folded.breakdown == full.breakdown and folded.outcome.ends == full.outcome.ends
+    assert folded.breakdown == full.breakdown
+    assert folded.outcome.ends == pytest.approx(full.outcome.ends, rel=1e-12, abs=1e-9)
 
 
 def test_explain_says_how_scenario_rows_simulate_the_launch():
