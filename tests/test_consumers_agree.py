@@ -101,7 +101,7 @@ def test_simulator_and_verifier_unroll_what_the_ir_says(name, algorithm):
     bound = SimLowered(program).flat(env)
     assert all(KIND_NAMES[b.kind] == type(b.op).__name__ for b in bound)  # the simulator's kind is the IR's class
     sim = _counts((b.op, b.ref[5] if b.ref is not None else 1) for b in bound)
-    rank0 = {t for t, (rank, _cta, _gpu) in enumerate(verifier.placement) if rank == 0}
+    rank0 = {t for t, p in enumerate(verifier.placement) if p.rank == 0}
     ver = Counter(i.kind for i in verifier.instrs
                   if i.thread in rank0 and i.iteration == 0 and i.kind != InstrKind.BARRIER)
 

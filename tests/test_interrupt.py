@@ -89,7 +89,9 @@ def test_run_interrupted_while_its_pool_starts(tmp_path):
 
 def test_single_verify_interrupted_mid_solve(tmp_path):
     """z3 holds the main thread in C: the interrupt surfaces (sometimes wrapped by ctypes) and is still one line."""
-    result = interrupt_under_terminal(_collsim("verify", "simple", "--algorithm", "ring", "--no-cache"), cwd=tmp_path,
+    # a bound above the default, so the solver is still busy when the key is pressed (about 15 s of CPU)
+    result = interrupt_under_terminal(_collsim("verify", "simple", "--algorithm", "ring", "--ranks", "5",
+                                               "--iterations", "3", "--no-cache"), cwd=tmp_path,
                                       env=_env(tmp_path), when=_busy_after(2.5), timeout_s=120)
     _assert_interrupted(result, tmp_path, tmp_path / "none")
 

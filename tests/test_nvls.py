@@ -82,7 +82,7 @@ def test_multimem_ops_lower_to_every_copys_elements():
     low = lower_instance(load_protocol("nvls"), "two-shot", Bounds(ranks=3, iterations=1))
     by_label = {}
     for instr in low.instrs:
-        if low.placement[instr.thread][0] == 0:
+        if low.placement[instr.thread].rank == 0:
             by_label.setdefault(instr.label, instr)
     ld = by_label["ld_reduce"]
     assert ld.kind is InstrKind.LOAD and len(ld.events) == 3 * 4  # 3 copies x 4 words of one line

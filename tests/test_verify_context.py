@@ -7,7 +7,8 @@ from collsim.ir.registry import load_protocol
 from collsim.verify.events import ProgramBuilder
 from collsim.verify.instance import Bounds
 from collsim.verify.lower import lower_instance
-from collsim.verify.properties import Execution, data_race, hang, postcondition, sentinel_collision
+from collsim.verify.models import encode as encode_instance
+from collsim.verify.properties import data_race, hang, postcondition, sentinel_collision
 from collsim.verify.solver import encode
 from collsim.verify.verifier import verify
 
@@ -20,7 +21,7 @@ def test_an_execution_builds_every_term_in_its_context():
     low = lower_instance(load_protocol("sentinel"), "one-shot", Bounds(ranks=2, iterations=2))
     ctx = z3.Context()
     for liveness in (False, True):
-        ex = Execution(low, "ptx", liveness=liveness, symbolic_inputs=liveness, ctx=ctx)
+        ex = encode_instance(low, "ptx", liveness=liveness, symbolic_inputs=liveness, ctx=ctx)
         queries = [hang(ex), sentinel_collision(ex, True)] if liveness else [data_race(ex), postcondition(ex)[0]]
         assert _contexts(ex.cons) == {id(ctx)}
         assert _contexts(q.formula for q in queries) == {id(ctx)}

@@ -1,11 +1,13 @@
-"""The verifier's execution encoding against two independent references.
+"""The one PTX model, encoded two ways, against each other and against brute force, on protocol programs.
 
 * Under ``sc``, the set of values consumers can read equals the set found by
   brute force over every interleaving of the element events (elements of one
   instruction in any order, atomic groups as one step, polls only where
   their exit read satisfies the predicate).
-* Under ``ptx`` and ``sc``, it equals the set the model layer's own encoding
-  (:mod:`collsim.verify.models`) allows for the same events.
+* Under ``ptx`` and ``sc``, the vector-clock encoding of causality (the
+  verifier's default) allows exactly the consumer values the relational
+  encoding (reachability over the synchronisation edges, the direct
+  transcription of the ISA) allows, on the same lowered programs.
 """
 from __future__ import annotations
 
@@ -15,11 +17,9 @@ import pytest
 import z3
 
 from collsim.ir.registry import load_protocol
-from collsim.verify.bridge import to_event_program
 from collsim.verify.instance import Bounds, VerifyInstance
 from collsim.verify.lower import lower_instance
-from collsim.verify.properties import Execution
-from collsim.verify.solver import outcomes
+from collsim.verify.models import encode
 
 TINY = Bounds(ranks=2, iterations=1)
 
@@ -28,17 +28,21 @@ def _consumers(low: VerifyInstance):
     return [e for e in low.events if e.consumer]
 
 
-def native_outcomes(low: VerifyInstance, model: str) -> set[tuple[int, ...]]:
-    ex = Execution(low, model)
-    s = ex.solver(120)
+def consumer_values(low: VerifyInstance, model: str, causality: str = "vector-clock", prune: bool = True,
+                    liveness: bool = False) -> set[tuple[int, ...]]:
+    ex = encode(low, model, causality=causality, ctx=z3.Context(), prune=prune, liveness=liveness)
+    s = ex.solver(300)
     terms = [ex.rval(e) for e in _consumers(low)]
     found: set[tuple[int, ...]] = set()
-    while s.check() == z3.sat:
+    while True:
+        status = s.check()
+        assert status != z3.unknown, s.reason_unknown()
+        if status == z3.unsat:
+            return found
         m = s.model()
         vals = tuple(m.eval(t, model_completion=True).as_long() for t in terms)
         found.add(vals)
         s.add(z3.Or([t != v for t, v in zip(terms, vals)]))
-    return found
 
 
 def brute_force_sc(low: VerifyInstance) -> set[tuple[int, ...]]:
@@ -167,7 +171,7 @@ def test_sc_encoding_agrees_with_brute_force(name, assumptions):
     low = _low(name, assumptions)
     expected = brute_force_sc(low)
     assert expected, "brute force found no finishing execution"
-    assert native_outcomes(low, "sc") == expected
+    assert consumer_values(low, "sc") == expected
 
 
 MODEL_CASES = [("ll", None), ("ll", ()), ("ll128", None), ("ll128", ()), ("sentinel", None), ("sentinel", ()),
@@ -177,22 +181,59 @@ MODEL_CASES = [("ll", None), ("ll", ()), ("ll128", None), ("ll128", ()), ("senti
 
 @pytest.mark.parametrize("model", ["ptx", "sc"])
 @pytest.mark.parametrize("name,assumptions", MODEL_CASES)
-def test_encoding_agrees_with_the_model_layer(name, assumptions, model):
-    """Equal under ptx. Under sc the event interface puts a vector's elements in program order
-    (consecutive po_index), so the model layer allows a subset of the executions with the
-    elements in any order."""
+def test_vector_clocks_agree_with_the_relational_encoding(name, assumptions, model):
     low = _low(name, assumptions)
-    program, eid = to_event_program(low)
-    terms = {eid[e.id]: program.value_var(eid[e.id]) for e in _consumers(low)}
-    theirs = outcomes(program, terms, model=model, timeout_s=300)
-    assert theirs.complete, theirs.reason
-    ours = native_outcomes(low, model)
-    if model == "ptx":
-        assert ours == theirs.values
-    else:
-        assert ours >= theirs.values
+    assert consumer_values(low, model, "vector-clock") == consumer_values(low, model, "relational")
+
+
+@pytest.mark.parametrize("model", ["ptx", "sc"])
+@pytest.mark.parametrize("name,assumptions", MODEL_CASES)
+def test_static_pruning_removes_no_execution(name, assumptions, model):
+    """The reads-from candidates the static analysis drops are ones no execution uses (also when polls may hang)."""
+    low = _low(name, assumptions)
+    for liveness in (False, True):
+        assert (consumer_values(low, model, prune=True, liveness=liveness)
+                == consumer_values(low, model, prune=False, liveness=liveness)), liveness
+
+
+def test_static_pruning_drops_candidates():
+    low = _low("barrier", None)
+    assert encode(low, "ptx", ctx=z3.Context()).pruned > 0
 
 
 def test_weak_behaviour_is_visible_only_under_ptx():
     low = _low("mutant-simple-no-fence", None)
-    assert native_outcomes(low, "sc") < native_outcomes(low, "ptx")
+    assert consumer_values(low, "sc") < consumer_values(low, "ptx")
+
+
+def stuck_reads(low: VerifyInstance, prune: bool) -> set[tuple[int, tuple[int, ...]]]:
+    """Every (poll, values its read events see) with which the poll can be stuck, no thread required to finish."""
+    ex = encode(low, "ptx", ctx=z3.Context(), prune=prune, liveness=True)
+    s = ex.solver(300)
+    found: set[tuple[int, tuple[int, ...]]] = set()
+    for instr in low.instrs:
+        if instr.id not in ex.stuck:
+            continue
+        terms = [ex.rval(e) for e in instr.events if e.is_read]
+        s.push()
+        s.add(ex.stuck[instr.id])
+        while s.check() == z3.sat:
+            m = s.model()
+            vals = tuple(m.eval(t, model_completion=True).as_long() for t in terms)
+            found.add((instr.id, vals))
+            s.add(z3.Or([t != v for t, v in zip(terms, vals)]))
+        s.pop()
+    return found
+
+
+@pytest.mark.parametrize("name,ranks,iterations,hangs", [("mutant-toggle-flag", 3, 2, True), ("ll", 2, 2, False),
+                                                         ("atomic-counter", 2, 2, False),
+                                                         ("mutant-atomic-counter-no-reset", 2, 2, False)])
+def test_static_pruning_keeps_what_a_stuck_poll_reads(name, ranks, iterations, hangs):
+    """A poll that may be stuck reads any candidate: its exit's forced synchronisation does not prune its own
+    read (the lost toggle of mutant-toggle-flag is a hang only if rank 0's stuck poll may read the flag a peer
+    already flipped back)."""
+    low = lower_instance(load_protocol(name), "one-shot", Bounds(ranks=ranks, iterations=iterations))
+    pruned = stuck_reads(low, prune=True)
+    assert pruned == stuck_reads(low, prune=False)
+    assert bool(pruned) == hangs

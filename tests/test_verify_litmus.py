@@ -1,15 +1,14 @@
-"""The protocol verifier's encoding against the litmus suite and the model layer.
+"""Litmus tests and random programs under both encodings of the one PTX model.
 
-The verifier (:class:`collsim.verify.properties.Execution`, vector clocks)
-and the litmus runner (:mod:`collsim.verify.models`) are two encodings of one
-PTX model. Here the verifier's encoding decides
+The litmus runner and the protocol verifier share one event form and one
+encoding (:func:`collsim.verify.models.encode`); causality is encoded with
+vector clocks (the default) or relationally. Here
 
-* every training litmus test it can express (:mod:`collsim.verify.bridge`
-  converts the parsed test; tests using features outside the verifier's event
-  form are skipped with the feature named), and must agree with the expected
-  outcome;
-* random small programs, whose sets of outcomes (every read value and every
-  final value) must equal the model layer's, under ``ptx`` and ``sc``.
+* every training litmus test gives its expected outcome under each encoding;
+* random small programs (2-3 threads, CTA/GPU placements, all scopes and
+  qualifiers, fences, RMWs, ``cas``, ``red``, barriers, data dependencies)
+  have the same set of outcomes (every read value and every final value)
+  under both encodings, under ``ptx`` and ``sc``.
 """
 from __future__ import annotations
 
@@ -20,16 +19,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from collsim.verify.bridge import Unsupported, native_exists, native_outcomes, to_instance
 from collsim.verify.events import Program, ProgramBuilder
-from collsim.verify.litmus import load_jsonl, parse_test
+from collsim.verify.litmus import evaluate, parse_test
 from collsim.verify.solver import outcomes
 
 REPO = Path(__file__).resolve().parents[1]
 TRAIN = REPO.parent / "shared" / "data" / "litmus" / "ptx_generic_train.jsonl"
-
-#: features the verifier's event form lacks (none occurs in a lowered protocol)
-UNSUPPORTED_AT_MOST = 10
 
 
 def _rows() -> list[dict]:
@@ -42,40 +37,12 @@ ROWS = _rows()
 
 
 @pytest.mark.skipif(not ROWS, reason="training litmus suite not found at ../shared/data/litmus/")
+@pytest.mark.parametrize("causality", ["vector-clock", "relational"])
 @pytest.mark.parametrize("n", range(len(ROWS)), ids=[r["name"] for r in ROWS])
-def test_litmus_under_the_verifier_encoding(n):
+def test_litmus_under_each_encoding(n, causality):
     test = parse_test(ROWS[n], file=str(TRAIN), line=n + 1)
-    try:
-        status = native_exists(test.program, test.outcome, timeout_s=120)
-    except Unsupported as exc:
-        pytest.skip(f"outside the verifier's event form: {exc}")
-    observed = {"sat": "allowed", "unsat": "forbidden"}.get(status, "unknown")
-    assert observed == test.expected, f"{test.name}: expected {test.expected}, verifier encoding says {observed}"
-
-
-@pytest.mark.skipif(not ROWS, reason="training litmus suite not found at ../shared/data/litmus/")
-def test_most_of_the_litmus_suite_is_expressible():
-    unsupported = []
-    for t in load_jsonl(TRAIN):
-        try:
-            to_instance(t.program)
-        except Unsupported as exc:
-            unsupported.append((t.name, str(exc)))
-    assert len(unsupported) <= UNSUPPORTED_AT_MOST, unsupported
-
-
-def test_unsupported_features_are_refused_and_red_and_cas_converted():
-    b = ProgramBuilder()
-    b.thread("P0")
-    b.bar("P0", instance=0, arrive=True)
-    with pytest.raises(Unsupported, match="arrive"):
-        to_instance(b.build())
-    b = ProgramBuilder()
-    b.rmw("P0", "x", "cas", 1, compare=0)
-    assert to_instance(b.build()).low.events[0].writes_if is not None
-    b = ProgramBuilder()
-    b.red("P0", "x", "add", 1)
-    assert not to_instance(b.build()).low.events[0].returns_value
+    result = evaluate(test, timeout_s=120, want_witness=False, causality=causality)
+    assert result.observed == test.expected, f"{test.name}: expected {test.expected}, {causality} says {result.observed}"
 
 
 # ----------------------------------------------------------- random programs
@@ -144,10 +111,19 @@ def build(spec) -> tuple[Program, dict]:
 
 def _agree(spec, model: str) -> None:
     prog, terms = build(spec)
-    theirs = outcomes(prog, terms, model=model, timeout_s=120)
-    assert theirs.complete, theirs.reason
-    ours = native_outcomes(prog, terms, model=model, timeout_s=120)
-    assert ours == theirs.values, (spec, sorted(ours ^ theirs.values))
+    relational = outcomes(prog, terms, model=model, timeout_s=120, causality="relational")
+    assert relational.complete, relational.reason
+    clocks = outcomes(prog, terms, model=model, timeout_s=120, causality="vector-clock")
+    assert clocks.complete, clocks.reason
+    assert clocks.values == relational.values, (spec, sorted(clocks.values ^ relational.values))
+
+
+def _prunes_nothing(spec, model: str) -> None:
+    prog, terms = build(spec)
+    full = outcomes(prog, terms, model=model, timeout_s=120, prune=False)
+    assert full.complete, full.reason
+    pruned = outcomes(prog, terms, model=model, timeout_s=120)
+    assert pruned.values == full.values, (spec, sorted(pruned.values ^ full.values))
 
 
 _FEW = settings(max_examples=8, deadline=None, derandomize=True,
@@ -158,7 +134,7 @@ _MANY = settings(max_examples=120, deadline=None, suppress_health_check=[HealthC
 @pytest.mark.parametrize("model", ["ptx", "sc"])
 @_FEW
 @given(spec=program_strategy)
-def test_random_programs_agree_with_the_model_layer(spec, model):
+def test_random_programs_agree_under_both_encodings(spec, model):
     _agree(spec, model)
 
 
@@ -166,5 +142,12 @@ def test_random_programs_agree_with_the_model_layer(spec, model):
 @pytest.mark.parametrize("model", ["ptx", "sc"])
 @_MANY
 @given(spec=program_strategy)
-def test_many_random_programs_agree_with_the_model_layer(spec, model):
+def test_many_random_programs_agree_under_both_encodings(spec, model):
     _agree(spec, model)
+
+
+@pytest.mark.parametrize("model", ["ptx", "sc"])
+@_FEW
+@given(spec=program_strategy)
+def test_random_programs_lose_no_outcome_to_static_pruning(spec, model):
+    _prunes_nothing(spec, model)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any, List, Optional
 
 import typer
@@ -71,7 +72,6 @@ def verify_command(
     for flag, value, what in (("--lines", lines, "line per chunk"), ("--threads", threads, "thread per rank")):
         if value is not None and value < 1:
             raise InputError(f"the bound needs at least 1 {what}, got {value}", field=flag)
-    _warn_if_large(ranks, iterations, lines, threads)
     common = dict(ranks=ranks, iterations=iterations, model=model, timeout=timeout, lines=lines, threads=threads,
                   use_cache=cache)
     if not all_:
@@ -97,8 +97,16 @@ def verify_command(
     if protocol is None:
         raise InputError("name a protocol (or use --all)", field="protocol")
 
-    with working(f"verifying {protocol}" + (f" ({algorithm})" if algorithm else "") + f" under {model}"):
-        result = verify(protocol, algorithm, assume=assume, flag_bits=flag_bits, dependencies=dependencies, **common)
+    options = dict(assume=assume, flag_bits=flag_bits, dependencies=dependencies, **common)
+    long_run = _warn_if_large(protocol, algorithm, options)
+    title = f"verifying {protocol}" + (f" ({algorithm})" if algorithm else "") + f" under {model}"
+    with working(title) as update:
+        def progress(text: str) -> None:
+            update(f"{title}: {text.strip()}")
+            if long_run and not sys.stderr.isatty():  # a long run off a terminal: one line per step
+                print(f"collsim: {text.strip()}", file=sys.stderr, flush=True)
+
+        result = verify(protocol, algorithm, progress=progress, **options)
     if as_json:
         print(json.dumps(result.to_json(), indent=2))
     else:
@@ -107,24 +115,19 @@ def verify_command(
         raise SystemExit(1)
 
 
-#: The bound the verifier checks by default (ranks, iterations, lines, threads) and what a larger one costs.
-_DEFAULT_BOUND = (3, 2, 1, 1)
+def _warn_if_large(protocol: str, algorithm: str | None, options: dict[str, Any]) -> bool:
+    """Warn before a verification whose problem no measured run of its size finished within minutes, from the
+    size of its lowered instance (:func:`collsim.verify.verifier.estimate`: no solving); return whether it is
+    a long run (its progress then goes to stderr line by line when stderr is not a terminal)."""
+    from collsim.verify.verifier import LONG_UNKNOWNS, SLOW_UNKNOWNS, estimate  # lazy: start-up
 
-
-def _warn_if_large(ranks: int | None, iterations: int | None, lines: int | None, threads: int | None) -> None:
-    """Warn before a bound whose instance is much larger than the default one: the solver may run for hours.
-
-    A one-shot instance has about ranks² × iterations × lines × threads memory events (every rank writes
-    every peer's slot each iteration), and the solver's time grows faster than its events.
-    """
-    given = [v if v is not None else d for v, d in zip((ranks, iterations, lines, threads), _DEFAULT_BOUND)]
-    r, i, n, t = given
-    dr, di, dn, dt = _DEFAULT_BOUND
-    factor = (r / dr) ** 2 * (i / di) * (n / dn) * (t / dt)
-    if factor > 4:
-        warn(f"a bound of {r} ranks x {i} iterations x {n} line(s) x {t} thread(s) has about {factor:.0f} times "
-             f"the memory events of the default ({dr} x {di} x {dn} x {dt}) and the solver's time grows faster than "
-             "that: this can take hours (a protocol's bugs show at small bounds; --timeout limits each property)")
+    if all(options.get(k) is None for k in ("ranks", "iterations", "lines", "threads")):
+        return False  # the default bound: seconds
+    size = estimate(protocol, algorithm, **options)
+    if size.unknowns > SLOW_UNKNOWNS:
+        warn(f"{size}: instances of this size took from minutes to more than an hour of CPU (docs/PERFORMANCE.md); "
+             "a protocol's bugs show at small bounds; --timeout limits each property")
+    return size.unknowns > LONG_UNKNOWNS
 
 
 def _print_summary(summary) -> None:

@@ -1,114 +1,111 @@
-"""Events: the language every memory-model query is asked in.
+"""Events: the one language every memory-model question is asked in.
 
-A *program* is a finite set of *events* per thread, already unrolled: no loops,
-no registers, no instructions. Front ends (the litmus reader in
-:mod:`collsim.verify.litmus`, the protocol verifier) lower their own programs
-to events; the models in :mod:`collsim.verify.models` decide which executions
-of those events are allowed.
+A :class:`Program` is a finite, unrolled set of *events* per thread. Both
+front ends lower to it: the protocol verifier (:func:`collsim.verify.lower.lower_instance`
+binds a protocol for a tiny instance) and the litmus reader
+(:mod:`collsim.verify.litmus`); :mod:`collsim.verify.models` decides which
+executions of those events the memory model allows, whatever produced them.
 
-Event kinds
------------
+Threads, instructions, events
+-----------------------------
+A thread is a list of :class:`Instr` in program order; an instruction is a set
+of :class:`Event` that share one program-order position and are unordered
+among themselves (PTX ISA §8.2.4: a vector access is "a set of equivalent
+memory operations with a scalar data type, executed in an unspecified
+order"). A litmus instruction has one event.
+
+Event kinds (:class:`EventKind`)
+--------------------------------
 ``R``
-    a read of one scalar location. Its value is the z3 constant
-    :meth:`Program.value_var` ``(eid)``; later events may use that constant in
-    their values and guards (that is how data and control flow are written).
+    a read of one scalar location (at most 8 bytes). Its value is the z3
+    constant :meth:`Program.value_var` of its name.
 ``W``
-    a write of ``value`` (an int or a z3 term over earlier reads' values).
+    a write of ``value``.
 ``RMW``
     an atomic read-modify-write (``atom``; with ``returns_value=False`` a
-    ``red``). It reads like ``R`` (its read value is ``value_var(eid)``) and
-    writes :func:`rmw_result` of the read value. A ``cas`` that fails writes
-    nothing and behaves as a plain read.
+    ``red``): one operation that reads and, unless ``writes_if`` fails (a
+    ``cas`` whose comparison fails), writes (PTX ISA §8.4). Its written value
+    is ``value`` (a term over its own read value ``("rd", id)``) or, from
+    ``rmw_op``, ``operand`` and ``compare``, :func:`rmw_result` of the value it
+    read.
 ``F``
-    a fence: ``sem`` is ``"acq_rel"`` or ``"sc"`` (``"acquire"`` and
-    ``"release"`` are accepted for the PTX 8.6 split fences; ``"proxy_alias"``
-    is ``fence.proxy.alias``).
+    a fence: ``sem`` is ``acq_rel``, ``sc``, ``acquire`` or ``release`` (PTX
+    8.6 split fences), or ``proxy_alias`` for ``fence.proxy.alias``.
 ``BAR``
-    a CTA barrier (``bar.sync``; ``bar.arrive`` with ``bar_arrive=True``).
+    a CTA barrier: ``bar`` is its static identity (the instance), ``bar_id``
+    the barrier resource when it differs by thread or is in a register,
+    ``bar_quorum`` the thread count, ``bar_arrive`` marks ``bar.arrive``.
+
+Values
+------
+A value (``value``, ``operand``, ``compare``, ``bar_id``, ``bar_quorum``) is an
+``int``, a :class:`~collsim.verify.terms.Lin` (a linear term over input
+elements and read values: what a protocol's data is) or a z3 term over
+:meth:`Program.value_var` constants (what a litmus register holds). A
+``guard`` (z3 Bool) makes an event run only when it holds.
 
 Memory locations
 ----------------
-``loc`` names one scalar element of at most 8 bytes; two events either access
-the same element or disjoint ones (no partial overlap). A vector access is
-several events, one per element, in the same thread with consecutive
-``po_index`` values (PTX ISA §8.2.4: vector accesses are "a set of equivalent
-memory operations with a scalar data type, executed in an unspecified order").
-``vloc`` is the virtual address used to reach ``loc``; it defaults to ``loc``
-and only differs for generic-proxy aliases (two virtual addresses mapped to one
-physical location, whose accesses are not ordered by causality without a proxy
-fence).
+``loc`` is one physical scalar element; two events access the same element or
+disjoint ones (no partial overlap). ``vloc`` is the virtual address used to
+reach it (default: ``loc``); two virtual addresses of one location are
+aliases, whose accesses causality orders only through an alias proxy fence.
 
 Qualifiers
 ----------
-``sem`` is ``"weak"`` (plain ``ld``/``st``), ``"relaxed"``, ``"acquire"``,
-``"release"``, ``"acq_rel"`` or ``"sc"``. ``scope`` is ``"cta"``, ``"gpu"`` or
-``"sys"`` and is required for every strong access and fence. ``.volatile`` is
-``sem="relaxed", scope="sys"`` (PTX ISA §8.4.2); :func:`volatile` spells that.
+``sem`` is ``weak`` (plain ``ld``/``st``), ``relaxed``, ``acquire``,
+``release``, ``acq_rel`` or ``sc``; ``scope`` is ``cta``, ``gpu`` or ``sys``
+and required for every strong access and fence. ``.volatile`` is
+``relaxed`` at ``sys`` (PTX ISA §8.4.2, :func:`volatile`).
 
-Control flow, dependencies and spin loops
------------------------------------------
-``guard`` is a z3 Bool over earlier reads' values: the event executes exactly
-when it is true (default: always). ``deps`` names the reads the event depends
-on (address, data or control dependency); reads that occur in ``value``,
-``operand``, ``compare``, ``bar_id`` or ``guard`` are added automatically. The
-PTX model uses dependencies only for No-Thin-Air (``acyclic(rf | dep)``).
+Dependencies and spin loops
+---------------------------
+``deps`` names the reads an event depends on (address or data); reads in its
+terms count too (:meth:`Program.deps_of`). An instruction's ``ctrl`` names the
+reads that decide whether the thread gets there (a branch, a spin loop's
+exit): every later event of the thread depends on them, and so does every
+event after a barrier they precede in another thread of the barrier (that
+thread cannot pass the barrier before this one has left its loop). A poll
+(:attr:`InstrKind.POLL`) controls what follows it the same way.
 
-Only executions in which every thread finishes count. A spin loop
-"wait until ``x == v``" is lowered to *one* read ``R`` of ``x`` (the read that
-exits the loop) plus the assumption ``value_var(R) == v`` in
-:attr:`Program.assumptions`; every later event of that thread lists ``R`` in
-``deps`` (a control dependency: it runs only once the loop has exited), so
-load-buffering cycles through polls are thin-air and forbidden.
-:meth:`ProgramBuilder.wait_until` does all three.
+Only executions in which every thread finishes count. A spin loop "wait
+until ``x == v``" is one read (the one that exits the loop) plus an
+assumption on its value (:attr:`Program.assumptions`) and a control
+dependency of everything after it: :meth:`ProgramBuilder.wait_until`.
 
 Single-copy-atomic groups
 -------------------------
 PTX guarantees atomicity per scalar element only. A hardware assumption such
-as "an 8-byte ``st.v2.u32`` is not torn" is stated with ``atomic_group``:
-
-* writes with the same ``atomic_group`` (same thread, one instruction) form a
-  *write group*;
-* reads with the same ``atomic_group`` (the element reads of one load
-  instruction) form a *read group*.
-
-For every read group and write group, the reads of the read group that access
-locations the write group writes either all read from that write group or none
-does: a load never sees the group half old, half new. Without the group the
-elements are independent and a torn observation is allowed.
-
-Barriers
---------
-Barrier events of one CTA match when they have the same ``bar_instance`` (the
-static identity of the barrier call, e.g. its number along the program) and,
-if both give one, the same ``bar_id`` (the hardware barrier resource, an int or
-a z3 term). Without ``bar_quorum`` a barrier completes once every matching
-barrier event of its CTA has been reached; with ``bar_quorum=q`` it completes
-once at least ``q`` have been reached, and a set of at least ``q`` of them
-(chosen by the solver) synchronises with every participant. A thread stuck at
-a barrier that never completes does not finish, so that execution does not
-count. ``bar.arrive`` synchronises with later ``bar.sync`` but does not wait.
+as "an 8-byte ``st.v2.u32`` is not torn" joins elements of one instruction
+into an :class:`AtomicGroup`: a read group sees the locations a write group
+writes all from that write group or none from it, and two write groups are
+ordered the same way at every location they share.
 """
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Union
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
 
 import z3
 
 from collsim.errors import InputError
+from collsim.ir.ops import Predicate
+from collsim.ir.types import FillPattern
+from collsim.verify.terms import Lin
 
 __all__ = [
-    "Kind",
-    "Sem",
-    "Scope",
+    "EventKind",
+    "InstrKind",
     "KINDS",
     "SEMS",
     "SCOPES",
+    "FENCE_SEMS",
     "RMW_OPS",
-    "Value",
     "Event",
+    "Instr",
+    "AtomicGroup",
     "Placement",
     "Program",
     "ProgramBuilder",
@@ -116,11 +113,31 @@ __all__ = [
     "volatile",
     "read_vars_in",
     "value_const",
+    "VALUE_PREFIX",
+    "FINAL_PREFIX",
 ]
 
-Kind = Literal["R", "W", "RMW", "F", "BAR"]
-Sem = Literal["weak", "relaxed", "acquire", "release", "acq_rel", "sc"]
-Scope = Literal["cta", "gpu", "sys"]
+
+class EventKind(StrEnum):
+    """What one :class:`Event` is."""
+
+    WRITE = "W"
+    READ = "R"
+    RMW = "RMW"
+    FENCE = "F"
+    BARRIER = "BAR"
+
+
+class InstrKind(StrEnum):
+    """What one :class:`Instr` is."""
+
+    STORE = "store"
+    LOAD = "load"
+    POLL = "poll"
+    RMW = "rmw"
+    FENCE = "fence"
+    BARRIER = "bar"
+
 
 KINDS: tuple[str, ...] = ("R", "W", "RMW", "F", "BAR")
 SEMS: tuple[str, ...] = ("weak", "relaxed", "acquire", "release", "acq_rel", "sc")
@@ -132,153 +149,180 @@ FENCE_SEMS: tuple[str, ...] = ("acquire", "release", "acq_rel", "sc", "proxy_ali
 RMW_OPS: tuple[str, ...] = (
     "add", "sub", "mul", "div", "exch", "cas", "min", "max", "and", "or", "xor", "inc", "dec",
 )
+_INSTR_OF_KIND = {EventKind.WRITE: InstrKind.STORE, EventKind.READ: InstrKind.LOAD, EventKind.RMW: InstrKind.RMW,
+                  EventKind.FENCE: InstrKind.FENCE, EventKind.BARRIER: InstrKind.BARRIER}
+_WRITES = frozenset({EventKind.WRITE, EventKind.RMW})
+_READS = frozenset({EventKind.READ, EventKind.RMW})
+_MEMORY = _WRITES | _READS
 
-#: A value: a Python int or a z3 arithmetic term (Int, or BitVec of the
-#: program's width) over read values.
-Value = Union[int, z3.ExprRef]
-
-_VALUE_PREFIX = "val!"
-_FINAL_PREFIX = "final!"
+#: names of the z3 constants of read values and final values
+VALUE_PREFIX = "val!"
+FINAL_PREFIX = "final!"
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Event:
-    """One event of an unrolled program. See the module docstring.
+    """One event of an unrolled program (see the module docstring).
 
-    Parameters
-    ----------
-    eid : str
-        Unique, readable name (``"r0.t0.i1.st_flag[2]"``); z3 variables are
-        named after it.
-    thread : str
-        Thread id; must have a :class:`Placement` in the program.
-    kind : ``"R" | "W" | "RMW" | "F" | "BAR"``
-    po_index : int
-        Position in the thread's program order (unique per thread).
-    loc : str, optional
-        Physical location (one scalar element) of R, W and RMW events.
-    sem, scope
-        Qualifiers (see module docstring). Fences: ``sem`` in
-        ``acq_rel | sc`` (or ``acquire | release``).
-    value : int or z3 term
-        W: the value written.
-    rmw_op, operand, compare
-        RMW: the operation (one of :data:`RMW_OPS`), its operand and, for
-        ``cas``, the compare value. The written value is
-        ``rmw_result(rmw_op, old, operand, compare)``. Alternatively ``value``
-        may be a function of the read value returning the new value, or a
-        pair ``(new value, z3 Bool: whether it writes)``; list any other reads
-        it uses in ``deps``.
-    returns_value : bool
-        RMW: False for ``red`` (no result register; its read is not a read
-        for acquire patterns).
-    guard : z3 Bool or bool
-        The event executes iff ``guard`` holds.
-    deps : frozenset of str
-        Eids of reads this event depends on (address/data/control).
-    atomic_group : str, optional
-        Read or write group id for single-copy atomicity (module docstring).
-    vloc : str, optional
-        Virtual address (generic-proxy alias); defaults to ``loc``.
-    bar_instance, bar_id, bar_quorum, bar_arrive
-        BAR: static barrier identity, resource id (int or z3 term), thread
-        count, and whether this is ``bar.arrive``.
-    label : str
-        Human-readable text for counterexamples (e.g. ``"st.relaxed.sys [flag], 1"``).
+    ``id`` is its index in :attr:`Program.events` and ``name`` its readable,
+    unique name (z3 variables are named after it). The fields after ``label``
+    annotate events lowered from a protocol (the launch, the buffer word, the
+    register a read fills) for properties and counterexamples; the memory
+    model does not read them.
     """
 
-    eid: str
-    thread: str
-    kind: str
-    po_index: int
-    loc: str | None = None
+    id: int
+    kind: EventKind
+    thread: int
+    instr: int  # program-order index of its instruction within the thread
+    name: str = ""
+    rank: int = 0  # the protocol rank (litmus: the thread)
+    loc: Hashable | None = None
+    vloc: Hashable | None = None  # virtual address; None: the location itself
     sem: str = "weak"
     scope: str | None = None
-    value: Any = None
+    value: Any = None  # W: value written; RMW: new value over its own read (or None: from rmw_op)
     rmw_op: str | None = None
     operand: Any = None
     compare: Any = None
-    returns_value: bool = True
-    guard: Any = True
-    deps: frozenset[str] = frozenset()
-    atomic_group: str | None = None
-    vloc: str | None = None
-    bar_instance: Any = None
-    bar_id: Any = None
-    bar_quorum: Any = None
+    returns_value: bool = True  # False for a ``red``: its read is not a read for acquire patterns
+    writes_if: Any = None  # RMW: z3 Bool over read values; it writes only when it holds (None: always)
+    guard: Any = None  # z3 Bool over read values: the event runs iff it holds (None: always)
+    deps: frozenset[int] = frozenset()  # data and address dependencies (read event ids)
+    wgroup: int | None = None
+    rgroup: int | None = None
+    bar: Any = None  # BAR: the static identity of the barrier (its instance)
+    bar_id: Any = None  # BAR: the barrier resource (int or term); None: implied by the instance
+    bar_quorum: Any = None  # BAR: the thread count (int or term); None: every thread that uses it
     bar_arrive: bool = False
     label: str = ""
+    iteration: int = 0
+    role: str | None = None  # "data" | "flag" for memory events of a protocol buffer
+    slot: int = 0
+    region: int = 0
+    line: int = 0
+    word: int = 0
+    poll: int | None = None  # id of the poll instruction this read belongs to
+    polled: bool = False  # a word the poll predicate inspects
+    consumer: str | None = None  # register the value goes to
+    fill: FillPattern | None = None  # the pattern of a Fill store
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise InputError(f"event {self.name or self.id}: unknown kind '{self.kind}'", field="kind", choices=KINDS)
+        self.kind = EventKind(self.kind)
+        if not self.name:
+            self.name = f"e{self.id}"
 
     # -- classification -----------------------------------------------------
     @property
-    def is_read(self) -> bool:
-        """R or RMW."""
-        return self.kind in ("R", "RMW")
-
-    @property
     def is_write(self) -> bool:
         """W or RMW (a failing ``cas`` writes nothing at run time)."""
-        return self.kind in ("W", "RMW")
+        return self.kind in _WRITES
 
     @property
-    def is_memory(self) -> bool:
-        return self.kind in ("R", "W", "RMW")
+    def is_read(self) -> bool:
+        """R or RMW."""
+        return self.kind in _READS
 
     @property
-    def is_strong(self) -> bool:
-        """Fences and every non-weak memory access (PTX ISA: strong operations)."""
-        if self.kind == "F":
-            return True
-        return self.is_memory and self.sem != "weak"
+    def is_mem(self) -> bool:
+        return self.kind in _MEMORY
 
     @property
-    def virtual_loc(self) -> str | None:
+    def strong(self) -> bool:
+        """Fences and every non-weak memory access (PTX ISA §8.4: strong operations)."""
+        return self.kind is EventKind.FENCE or (self.is_mem and self.sem != "weak")
+
+    @property
+    def virtual_loc(self) -> Hashable | None:
         return self.vloc if self.vloc is not None else self.loc
 
+    def where(self) -> str:
+        """Where a protocol event is: ``buf@rankN[slot s, region r, line l, word w]``."""
+        if self.loc is None:
+            return ""
+        if not isinstance(self.loc, tuple) or len(self.loc) != 4:
+            return str(self.loc)
+        buf, owner, _flat, word = self.loc
+        return f"{buf}@rank{owner}[slot {self.slot}, region {self.region}, line {self.line}, word {word}]"
+
     def text(self) -> str:
-        """The label, or a generated one."""
+        """The label, or a generated one (``st.relaxed.gpu [x], 1``)."""
         if self.label:
             return self.label
-        q = "" if self.sem == "weak" and self.kind != "F" else f".{self.sem}"
+        q = "" if self.sem == "weak" and self.kind is not EventKind.FENCE else f".{self.sem}"
         s = f".{self.scope}" if self.scope else ""
-        if self.kind == "R":
-            return f"ld{q}{s} [{self.virtual_loc}]"
-        if self.kind == "W":
-            return f"st{q}{s} [{self.virtual_loc}], {_show(self.value)}"
-        if self.kind == "RMW" and callable(self.value):
-            return f"{'atom' if self.returns_value else 'red'}{q}{s}.custom [{self.virtual_loc}]"
-        if self.kind == "RMW":
+        where = self.virtual_loc
+        if self.kind is EventKind.READ:
+            return f"ld{q}{s} [{where}]"
+        if self.kind is EventKind.WRITE:
+            return f"st{q}{s} [{where}], {_show(self.value)}"
+        if self.kind is EventKind.RMW:
             name = "atom" if self.returns_value else "red"
+            if self.rmw_op is None:
+                return f"{name}{q}{s}.custom [{where}]"
             extra = f", {_show(self.compare)}" if self.rmw_op == "cas" else ""
-            return f"{name}{q}{s}.{self.rmw_op} [{self.virtual_loc}]{extra}, {_show(self.operand)}"
-        if self.kind == "F":
+            return f"{name}{q}{s}.{self.rmw_op} [{where}]{extra}, {_show(self.operand)}"
+        if self.kind is EventKind.FENCE:
             return f"fence.{self.sem}{s}"
         mode = "arrive" if self.bar_arrive else "sync"
         bid = "" if self.bar_id is None else f", id={_show(self.bar_id)}"
         quorum = "" if self.bar_quorum is None else f", n={_show(self.bar_quorum)}"
-        return f"bar.cta.{mode} {self.bar_instance}{bid}{quorum}"
+        return f"bar.cta.{mode} {self.bar}{bid}{quorum}"
 
 
 def _show(v: Any) -> str:
     if v is None:
         return "?"
-    if isinstance(v, z3.ExprRef):
-        text = str(v)
-        return text if len(text) <= 40 else text[:37] + "..."
-    return str(v)
+    text = str(v)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
-def volatile() -> dict[str, str]:
-    """Qualifiers of ``.volatile``: ``relaxed`` at ``sys`` scope (PTX ISA §8.4.2)."""
-    return {"sem": "relaxed", "scope": "sys"}
+@dataclass(eq=False)
+class Instr:
+    """One instruction of one thread: its events share a program-order position.
+
+    ``ctrl`` are reads that control whether the thread gets here (see the
+    module docstring); a poll's own reads control what follows it.
+    """
+
+    thread: int
+    index: int
+    kind: InstrKind
+    events: list[Event]
+    label: str = ""
+    iteration: int = 0
+    predicate: Predicate | None = None  # polls: the bound exit condition
+    id: int = -1
+    ctrl: frozenset[int] = frozenset()
+
+    def __post_init__(self) -> None:
+        self.kind = InstrKind(self.kind)
+
+
+@dataclass(eq=False)
+class AtomicGroup:
+    """Elements of one instruction that are single-copy atomic together (``kind`` ``"w"`` or ``"r"``).
+
+    ``when`` lists the sets of hardware assumptions under which the group
+    exists (``None``: always); the encoding enables it with one literal per
+    set (:meth:`collsim.verify.models.Encoding.assuming`).
+    """
+
+    id: int
+    kind: str
+    members: list[Event]
+    when: frozenset[frozenset[str]] | None = None
 
 
 @dataclass(frozen=True)
 class Placement:
-    """Where a thread runs: CTA ``cta`` of GPU ``gpu`` (CTA ids are per GPU)."""
+    """Where a thread runs: CTA ``cta`` of GPU ``gpu`` (CTA ids are per GPU); ``rank`` for protocol threads."""
 
     cta: int
     gpu: int = 0
+    rank: int | None = None
 
     def includes(self, scope: str | None, other: "Placement") -> bool:
         """Whether ``scope`` seen from this thread includes a thread at ``other``."""
@@ -291,13 +335,20 @@ class Placement:
         return False
 
 
-def value_const(eid: str, sort: z3.SortRef) -> z3.ExprRef:
-    """The z3 constant for the value read by ``eid`` (same as :meth:`Program.value_var`)."""
-    return z3.Const(_VALUE_PREFIX + eid, sort)
+def volatile() -> dict[str, str]:
+    """Qualifiers of ``.volatile``: ``relaxed`` at ``sys`` scope (PTX ISA §8.4.2)."""
+    return {"sem": "relaxed", "scope": "sys"}
+
+
+def value_const(name: str, sort: z3.SortRef) -> z3.ExprRef:
+    """The z3 constant for the value read by event ``name`` (as :meth:`Program.value_var`)."""
+    return z3.Const(VALUE_PREFIX + name, sort)
 
 
 def read_vars_in(term: Any) -> set[str]:
-    """Eids of the reads whose value variables occur in ``term``."""
+    """Names of the reads whose value constants occur in ``term`` (a z3 term or a :class:`Lin`)."""
+    if isinstance(term, Lin):
+        return {f"#{i}" for i in term.reads()}
     if not isinstance(term, z3.ExprRef):
         return set()
     found: set[str] = set()
@@ -311,8 +362,8 @@ def read_vars_in(term: Any) -> set[str]:
         seen.add(key)
         if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
             name = t.decl().name()
-            if name.startswith(_VALUE_PREFIX):
-                found.add(name[len(_VALUE_PREFIX):])
+            if name.startswith(VALUE_PREFIX):
+                found.add(name[len(VALUE_PREFIX):])
         else:
             stack.extend(t.children())
     return found
@@ -325,47 +376,56 @@ def rmw_result(op: str, old: z3.ExprRef, operand: z3.ExprRef, compare: z3.ExprRe
     PTX (``inc``: ``old >= operand ? 0 : old + 1``; ``dec``:
     ``old == 0 or old > operand ? operand : old - 1``), unsigned on bit-vectors.
     """
+    ctx = old.ctx
+    yes = z3.BoolVal(True, ctx)
     bv = z3.is_bv(old)
     if op == "add":
-        return old + operand, z3.BoolVal(True)
+        return old + operand, yes
     if op == "sub":
-        return old - operand, z3.BoolVal(True)
+        return old - operand, yes
     if op == "mul":
-        return old * operand, z3.BoolVal(True)
+        return old * operand, yes
     if op == "div":
-        return (z3.UDiv(old, operand) if bv else old / operand), z3.BoolVal(True)
+        return (z3.UDiv(old, operand) if bv else old / operand), yes
     if op == "exch":
-        return operand, z3.BoolVal(True)
+        return operand, yes
     if op == "cas":
         if compare is None:
             raise InputError("cas needs a compare value", field="compare")
         return z3.If(old == compare, operand, old), old == compare
     if op in ("min", "max"):
         less = z3.ULT(old, operand) if bv else old < operand
-        return (z3.If(less, old, operand) if op == "min" else z3.If(less, operand, old)), z3.BoolVal(True)
+        return (z3.If(less, old, operand) if op == "min" else z3.If(less, operand, old)), yes
     if op in ("and", "or", "xor"):
         if not bv:
-            raise InputError(f"rmw op '{op}' needs bit-vector values (Program(value_bits=...))",
-                             field="rmw_op")
+            raise InputError(f"rmw op '{op}' needs bit-vector values (Program(value_bits=...))", field="rmw_op")
         fn = {"and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b}[op]
-        return fn(old, operand), z3.BoolVal(True)
+        return fn(old, operand), yes
     if op == "inc":
         ge = z3.UGE(old, operand) if bv else old >= operand
-        return z3.If(ge, 0, old + 1), z3.BoolVal(True)
+        return z3.If(ge, 0, old + 1), yes
     if op == "dec":
         gt = z3.UGT(old, operand) if bv else old > operand
-        return z3.If(z3.Or(old == 0, gt), operand, old - 1), z3.BoolVal(True)
+        return z3.If(z3.Or(old == 0, gt), operand, old - 1), yes
     raise InputError(f"unknown rmw op '{op}'", field="rmw_op", choices=RMW_OPS)
 
 
-@dataclass
+#: RMW operations whose written value does not depend on the value read (PTX ISA §8.10.4: no
+#: dependency, so no thin-air cycle runs through the operation)
+INDEPENDENT_RMW_OPS = frozenset({"exch"})
+
+
 class Program:
-    """An unrolled program: events, thread placement, initial memory.
+    """An unrolled program: threads of instructions of events, their placement, initial memory.
 
     Parameters
     ----------
-    events : list of Event
-    placement : mapping thread -> Placement
+    threads : list of list of Instr
+        Instructions per thread in program order (``Instr.index`` and
+        ``Event.instr`` are the position; ``Event.id`` the index in
+        :attr:`events`, which the program numbers thread by thread).
+    placement : list of Placement
+        One per thread.
     init : mapping location -> int
         Initial values; locations not listed start at 0.
     assumptions : list of z3 Bool
@@ -375,34 +435,51 @@ class Program:
         ``None``: values are mathematical integers (z3 Int). Otherwise
         bit-vectors of this width (needed for and/or/xor).
     name : str
+    thread_names : list of str, optional
+        Default ``P0, P1, ...``.
+    groups : list of AtomicGroup, optional
+        Default: from the events' ``wgroup``/``rgroup`` ids (always enabled).
     """
 
-    events: list[Event]
-    placement: dict[str, Placement]
-    init: dict[str, int] = field(default_factory=dict)
-    assumptions: list[Any] = field(default_factory=list)
-    value_bits: int | None = None
-    name: str = ""
+    def __init__(self, threads: list[list[Instr]], placement: list[Placement], init: Mapping[Hashable, int] | None = None,
+                 assumptions: Iterable[Any] = (), value_bits: int | None = None, name: str = "",
+                 thread_names: list[str] | None = None, groups: list[AtomicGroup] | None = None) -> None:
+        self.threads = threads
+        self.placement = list(placement)
+        self.init: dict[Hashable, int] = dict(init or {})
+        self.assumptions = list(assumptions)
+        self.value_bits = value_bits
+        self.name = name
+        self.thread_names = list(thread_names) if thread_names else [f"P{t}" for t in range(len(threads))]
+        self.instrs: list[Instr] = [i for thread in threads for i in thread]
+        self.events: list[Event] = sorted((e for i in self.instrs for e in i.events), key=lambda e: e.id)
+        if any(e.id != n for n, e in enumerate(self.events)):
+            raise ValueError("event ids must number the program's events 0, 1, ...")
+        for n, instr in enumerate(self.instrs):
+            instr.id = n
+        self._by_name = {e.name: e for e in self.events}
+        self.locs: dict[Hashable, list[Event]] = {}
+        for e in self.events:
+            if e.loc is not None:
+                self.locs.setdefault(e.loc, []).append(e)
+        for loc in self.locs:
+            self.init.setdefault(loc, 0)
+        self.groups = groups if groups is not None else _groups_of(self.events)
 
-    def __post_init__(self) -> None:
-        self.events = sorted(self.events, key=lambda e: (self.thread_order(e.thread), e.po_index))
-        self._by_eid = {e.eid: e for e in self.events}
-        self.validate()
-
-    # -- naming helpers -----------------------------------------------------
+    # -- naming ----------------------------------------------------------------
     @property
     def sort(self) -> z3.SortRef:
         return z3.IntSort() if self.value_bits is None else z3.BitVecSort(self.value_bits)
 
-    def value_var(self, eid: str) -> z3.ExprRef:
-        """The value a read (or an RMW's read) returns, as a z3 constant."""
-        return z3.Const(_VALUE_PREFIX + eid, self.sort)
+    def value_var(self, name: str) -> z3.ExprRef:
+        """The value a read (or an RMW's read) ``name`` returns, as a z3 constant."""
+        return value_const(name, self.sort)
 
-    def final_var(self, loc: str) -> z3.ExprRef:
-        """The final value of ``loc`` (constrained by :meth:`Encoding.final_value`)."""
-        return z3.Const(_FINAL_PREFIX + loc, self.sort)
+    def final_var(self, loc: Hashable) -> z3.ExprRef:
+        """The final value of ``loc`` (constrained by the encoding when a condition uses it)."""
+        return z3.Const(FINAL_PREFIX + str(loc), self.sort)
 
-    def const(self, v: Value) -> z3.ExprRef:
+    def const(self, v: Any) -> z3.ExprRef:
         """``v`` as a z3 term of the program's value sort."""
         if isinstance(v, z3.ExprRef):
             return v
@@ -410,108 +487,192 @@ class Program:
             raise InputError(f"value {v!r} is not an int or a z3 term")
         return z3.IntVal(v) if self.value_bits is None else z3.BitVecVal(v, self.value_bits)
 
-    # -- queries ------------------------------------------------------------
-    def thread_order(self, thread: str) -> int:
-        names = list(self.placement)
-        return names.index(thread) if thread in names else len(names)
+    # -- queries ---------------------------------------------------------------
+    def event(self, name: str) -> Event:
+        return self._by_name[name]
+
+    def has_event(self, name: str) -> bool:
+        return name in self._by_name
+
+    def events_of(self, thread: int) -> list[Event]:
+        return [e for i in self.threads[thread] for e in i.events]
 
     @property
-    def threads(self) -> list[str]:
-        return list(self.placement)
+    def locations(self) -> list[Hashable]:
+        return list(self.init)
 
-    def event(self, eid: str) -> Event:
-        return self._by_eid[eid]
-
-    def has_event(self, eid: str) -> bool:
-        return eid in self._by_eid
-
-    def events_of(self, thread: str) -> list[Event]:
-        return [e for e in self.events if e.thread == thread]
-
-    @property
-    def locations(self) -> list[str]:
-        locs = dict.fromkeys(self.init)
-        for e in self.events:
-            if e.loc is not None:
-                locs[e.loc] = None
-        return list(locs)
-
-    def init_value(self, loc: str) -> int:
+    def init_value(self, loc: Hashable) -> int:
         return self.init.get(loc, 0)
 
-    def deps_of(self, e: Event) -> set[str]:
-        """Declared dependencies plus the reads occurring in the event's terms."""
+    def writes_at(self, loc: Hashable) -> list[Event]:
+        return [e for e in self.locs.get(loc, ()) if e.is_write]
+
+    def reads_at(self, loc: Hashable) -> list[Event]:
+        return [e for e in self.locs.get(loc, ()) if e.is_read]
+
+    def deps_of(self, e: Event) -> set[int]:
+        """Declared dependencies plus the reads occurring in the event's terms (ids)."""
         found = set(e.deps)
-        for t in (e.value, e.operand, e.compare, e.bar_id, e.bar_quorum, e.guard):
-            found |= read_vars_in(t)
-        found.discard(e.eid)
+        for t in (e.value, e.operand, e.compare, e.bar_id, e.bar_quorum, e.guard, e.writes_if):
+            if isinstance(t, Lin):
+                found |= t.reads()
+            else:
+                found |= {self._by_name[n].id for n in read_vars_in(t) if n in self._by_name}
+        found.discard(e.id)
         return found
 
-    # -- checking -----------------------------------------------------------
+    def ctrl_before(self, instr: Instr) -> frozenset[int]:
+        """Reads that newly control ``instr``: its declared ``ctrl`` and the reads of a poll right before it."""
+        ctrl = set(instr.ctrl)
+        if instr.index > 0:
+            prev = self.threads[instr.thread][instr.index - 1]
+            if prev.kind is InstrKind.POLL:
+                ctrl |= {e.id for e in prev.events if e.is_read}
+        return frozenset(ctrl)
+
+    #: the hardware assumptions the program is meant under: groups that exist under them are enforced by default
+    assumption_set: frozenset[str] = frozenset()
+
+    def groups_under(self, assumptions: frozenset[str] | None = None) -> list[AtomicGroup]:
+        """The atomic groups that exist under one set of assumptions (default: :attr:`assumption_set`)."""
+        key = self.assumption_set if assumptions is None else frozenset(assumptions)
+        return [g for g in self.groups if g.when is None or key in g.when]
+
+    @property
+    def wgroups(self) -> dict[int, list[Event]]:
+        return {g.id: g.members for g in self.groups_under() if g.kind == "w"}
+
+    @property
+    def rgroups(self) -> dict[int, list[Event]]:
+        return {g.id: g.members for g in self.groups_under() if g.kind == "r"}
+
+    # -- building from flat events (litmus, hand-written programs) --------------
+    @classmethod
+    def from_events(cls, events: Iterable[Event], placement: Mapping[str, Placement], init: Mapping[str, int] | None = None,
+                    assumptions: Iterable[Any] = (), value_bits: int | None = None, name: str = "",
+                    ctrl: Mapping[str, Iterable[str]] | None = None, groups: Mapping[str, str] | None = None) -> "Program":
+        """A program of one-event instructions from events numbered per thread by ``instr``.
+
+        ``events`` give ``thread`` as a thread index into ``placement``'s
+        order and ``deps`` as ids of the list. ``ctrl`` maps an event name to
+        the names of reads that newly control it; ``groups`` maps an event
+        name to its atomic group name. The program is validated
+        (:meth:`validate`).
+        """
+        names = list(placement)
+        events = list(events)
+        by_thread: dict[int, list[Event]] = {}
+        for e in events:
+            by_thread.setdefault(e.thread, []).append(e)
+        for t in by_thread:
+            if not 0 <= t < len(names):
+                raise InputError(f"event {by_thread[t][0].name}: thread {t} has no placement", field="thread",
+                                 choices=names)
+        cls._check_positions(events, names)
+        threads: list[list[Instr]] = []
+        for t in range(len(names)):
+            ordered = sorted(by_thread.get(t, []), key=lambda e: e.instr)
+            threads.append([Instr(thread=t, index=k, kind=_INSTR_OF_KIND[e.kind], events=[e], label=e.label)
+                            for k, e in enumerate(ordered)])
+        order = [i.events[0] for th in threads for i in th]
+        new_id = {e.id: n for n, e in enumerate(order)}  # the caller's ids (deps refer to them) -> thread-major ids
+        for th in threads:
+            for instr in th:
+                e = instr.events[0]
+                e.instr = instr.index
+        for e in order:
+            e.deps = frozenset(new_id[d] for d in e.deps if d in new_id)
+        for e in order:
+            e.id = new_id[e.id]
+        by_name = {e.name: e for e in order}
+        for ename, reads in (ctrl or {}).items():
+            if ename in by_name:
+                e = by_name[ename]
+                instr = threads[e.thread][e.instr]
+                instr.ctrl = instr.ctrl | frozenset(by_name[r].id for r in reads if r in by_name)
+        group_list: list[AtomicGroup] = []
+        if groups:
+            keyed: dict[tuple[str, str], list[Event]] = {}
+            for ename, gname in groups.items():
+                e = by_name.get(ename)
+                if e is None or not e.is_mem:
+                    continue
+                keyed.setdefault(("w" if e.kind is EventKind.WRITE else "r", gname), []).append(e)
+                if e.kind is EventKind.RMW:
+                    keyed.setdefault(("w", gname), []).append(e)
+            for (side, gname), members in keyed.items():
+                if len({m.thread for m in members}) > 1:
+                    raise InputError(f"atomic_group '{gname}' spans threads "
+                                     f"{sorted(names[m.thread] for m in members)}; a group is one instruction of "
+                                     f"one thread", field="atomic_group")
+                if side == "r":
+                    members = [m for m in members if m.returns_value]
+                group_list.append(AtomicGroup(len(group_list), side, members))
+        placements = [placement[n] for n in names]
+        program = cls(threads, placements, init, assumptions, value_bits, name, names, groups=group_list)
+        program.validate()
+        return program
+
+    @staticmethod
+    def _check_positions(events: list[Event], names: list[str]) -> None:
+        seen: set[tuple[int, int]] = set()
+        for e in events:
+            if (e.thread, e.instr) in seen:
+                raise InputError(f"event {e.name}: po_index {e.instr} used twice in thread {names[e.thread]}",
+                                 field="po_index")
+            seen.add((e.thread, e.instr))
+
+    # -- checking --------------------------------------------------------------
     def validate(self) -> None:
         """Raise :class:`InputError` for an ill-formed program."""
-        seen_po: set[tuple[str, int]] = set()
         for e in self.events:
-            where = f"event {e.eid}"
-            if e.kind not in KINDS:
-                raise InputError(f"{where}: unknown kind '{e.kind}'", field="kind", choices=KINDS)
-            if e.thread not in self.placement:
-                raise InputError(f"{where}: thread '{e.thread}' has no placement", field="thread",
-                                 choices=sorted(self.placement))
-            if (e.thread, e.po_index) in seen_po:
-                raise InputError(f"{where}: po_index {e.po_index} used twice in thread {e.thread}",
-                                 field="po_index")
-            seen_po.add((e.thread, e.po_index))
-            if e.is_memory:
-                if not e.loc:
-                    raise InputError(f"{where}: a {e.kind} event needs a location", field="loc")
+            where = f"event {e.name}"
+            if e.is_mem:
+                if e.loc is None:
+                    raise InputError(f"{where}: a {e.kind.value} event needs a location", field="loc")
                 if e.sem not in SEMS:
                     raise InputError(f"{where}: unknown sem '{e.sem}'", field="sem", choices=SEMS)
                 if e.sem != "weak" and e.scope not in SCOPES:
-                    raise InputError(f"{where}: a {e.sem} access needs a scope", field="scope",
-                                     choices=SCOPES)
-            if e.kind == "W" and e.value is None:
+                    raise InputError(f"{where}: a {e.sem} access needs a scope", field="scope", choices=SCOPES)
+            if e.kind is EventKind.WRITE and e.value is None:
                 raise InputError(f"{where}: a write needs a value", field="value")
-            if e.kind == "RMW" and callable(e.value):
-                pass  # custom update: value(old) -> new or (new, writes)
-            elif e.kind == "RMW":
+            if e.kind is EventKind.RMW and e.value is None:
                 if e.rmw_op not in RMW_OPS:
-                    raise InputError(f"{where}: unknown rmw op '{e.rmw_op}'", field="rmw_op",
-                                     choices=RMW_OPS)
+                    raise InputError(f"{where}: unknown rmw op '{e.rmw_op}'", field="rmw_op", choices=RMW_OPS)
                 if e.operand is None and e.rmw_op not in ("inc", "dec"):
                     raise InputError(f"{where}: an RMW needs an operand", field="operand")
                 if e.rmw_op == "cas" and e.compare is None:
                     raise InputError(f"{where}: cas needs a compare value", field="compare")
-            if e.kind == "F":
+            if e.kind is EventKind.FENCE:
                 if e.sem not in FENCE_SEMS:
-                    raise InputError(f"{where}: unknown fence sem '{e.sem}'", field="sem",
-                                     choices=FENCE_SEMS)
+                    raise InputError(f"{where}: unknown fence sem '{e.sem}'", field="sem", choices=FENCE_SEMS)
                 if e.scope not in SCOPES and e.sem != "proxy_alias":
                     raise InputError(f"{where}: a fence needs a scope", field="scope", choices=SCOPES)
-            if e.kind == "BAR" and e.bar_instance is None:
-                raise InputError(f"{where}: a barrier needs bar_instance", field="bar_instance")
+            if e.kind is EventKind.BARRIER and e.bar is None:
+                raise InputError(f"{where}: a barrier needs an instance", field="bar_instance")
             for d in self.deps_of(e):
-                if d not in self._by_eid:
-                    raise InputError(f"{where}: depends on unknown read '{d}'", field="deps")
-                src = self._by_eid[d]
+                src = self.events[d] if 0 <= d < len(self.events) else None
+                if src is None:
+                    raise InputError(f"{where}: depends on an unknown read", field="deps")
                 if not src.is_read:
-                    raise InputError(f"{where}: depends on '{d}', which is not a read", field="deps")
-                if src.thread != e.thread or src.po_index >= e.po_index:
-                    raise InputError(f"{where}: depends on '{d}', which is not earlier in its thread",
+                    raise InputError(f"{where}: depends on '{src.name}', which is not a read", field="deps")
+                if src.thread != e.thread or src.instr >= e.instr:
+                    raise InputError(f"{where}: depends on '{src.name}', which is not earlier in its thread",
                                      field="deps")
-        groups: dict[tuple[str, str], set[str]] = {}
-        for e in self.events:
-            if e.atomic_group is not None and e.is_memory:
-                side = "W" if e.kind == "W" else "R"
-                groups.setdefault((side, e.atomic_group), set()).add(e.thread)
-        for (side, name), threads in groups.items():
-            if len(threads) > 1:
-                raise InputError(f"atomic_group '{name}' spans threads {sorted(threads)}; "
-                                 "a group is one instruction of one thread", field="atomic_group")
+
+
+def _groups_of(events: list[Event]) -> list[AtomicGroup]:
+    by_id: dict[tuple[str, int], list[Event]] = {}
+    for e in events:
+        if e.wgroup is not None:
+            by_id.setdefault(("w", e.wgroup), []).append(e)
+        if e.rgroup is not None:
+            by_id.setdefault(("r", e.rgroup), []).append(e)
+    return [AtomicGroup(gid, side, members) for (side, gid), members in by_id.items()]
 
 
 class ProgramBuilder:
-    """Convenience for writing programs by hand (tests, protocol lowering).
+    """Writing programs by hand (tests, examples): one event per instruction.
 
     Examples
     --------
@@ -521,7 +682,7 @@ class ProgramBuilder:
     >>> r = b.wait_until("P1", "flag", 1, sem="acquire", scope="gpu")
     >>> d = b.ld("P1", "x")
     >>> prog = b.build()
-    >>> sorted(prog.deps_of(prog.event(d)))
+    >>> [prog.events[i].name for i in prog.ctrl_before(prog.threads[1][1])]
     ['P1.0.ld_flag']
     """
 
@@ -532,13 +693,14 @@ class ProgramBuilder:
         self.placement: dict[str, Placement] = {}
         self.init: dict[str, int] = {}
         self.assumptions: list[Any] = []
+        self._pending_ctrl: dict[str, set[str]] = {}
         self._ctrl: dict[str, set[str]] = {}
+        self._groups: dict[str, str] = {}
         self._next: dict[str, int] = {}
 
-    # helpers ---------------------------------------------------------------
     def thread(self, name: str, cta: int = 0, gpu: int = 0) -> None:
         self.placement[name] = Placement(cta=cta, gpu=gpu)
-        self._ctrl.setdefault(name, set())
+        self._pending_ctrl.setdefault(name, set())
         self._next.setdefault(name, 0)
 
     def set_init(self, loc: str, value: int) -> None:
@@ -548,89 +710,88 @@ class ProgramBuilder:
     def sort(self) -> z3.SortRef:
         return z3.IntSort() if self.value_bits is None else z3.BitVecSort(self.value_bits)
 
-    def value(self, eid: str) -> z3.ExprRef:
-        """The value read by event ``eid``."""
-        return z3.Const(_VALUE_PREFIX + eid, self.sort)
+    def value(self, name: str) -> z3.ExprRef:
+        """The value read by event ``name``."""
+        return value_const(name, self.sort)
 
     def _add(self, thread: str, kind: str, tag: str, **kw: Any) -> str:
         if thread not in self.placement:
             self.thread(thread)
         idx = self._next[thread]
         self._next[thread] = idx + 1
-        eid = kw.pop("eid", None) or f"{thread}.{idx}.{tag}"
-        deps = frozenset(kw.pop("deps", ()) or ()) | frozenset(self._ctrl[thread])
-        self.events.append(Event(eid=eid, thread=thread, kind=kind, po_index=idx, deps=deps, **kw))
-        return eid
+        name = kw.pop("eid", None) or f"{thread}.{idx}.{tag}"
+        deps = kw.pop("deps", ()) or ()
+        group = kw.pop("atomic_group", None)
+        if group is not None:
+            self._groups[name] = group
+        pending = self._pending_ctrl[thread]
+        if pending:
+            self._ctrl[name] = set(pending)
+            pending.clear()
+        self.events.append(Event(id=len(self.events), kind=kind, thread=list(self.placement).index(thread),
+                                 instr=idx, name=name, **kw))
+        self._deps_by_name = getattr(self, "_deps_by_name", {})
+        self._deps_by_name[name] = set(deps)
+        return name
 
-    def _term(self, v: Value) -> Any:
-        return v
-
-    # events ------------------------------------------------------------------
     def ld(self, thread: str, loc: str, sem: str = "weak", scope: str | None = None, **kw: Any) -> str:
         return self._add(thread, "R", f"ld_{loc}", loc=loc, sem=sem, scope=scope, **kw)
 
-    def st(self, thread: str, loc: str, value: Value, sem: str = "weak", scope: str | None = None,
-           **kw: Any) -> str:
+    def st(self, thread: str, loc: str, value: Any, sem: str = "weak", scope: str | None = None, **kw: Any) -> str:
         return self._add(thread, "W", f"st_{loc}", loc=loc, sem=sem, scope=scope, value=value, **kw)
 
-    def rmw(self, thread: str, loc: str, op: str, operand: Value = None, compare: Value = None,
-            sem: str = "relaxed", scope: str | None = "gpu", returns_value: bool = True,
-            **kw: Any) -> str:
+    def rmw(self, thread: str, loc: str, op: str, operand: Any = None, compare: Any = None, sem: str = "relaxed",
+            scope: str | None = "gpu", returns_value: bool = True, **kw: Any) -> str:
         tag = ("atom_" if returns_value else "red_") + f"{op}_{loc}"
-        return self._add(thread, "RMW", tag, loc=loc, sem=sem, scope=scope, rmw_op=op,
-                         operand=operand, compare=compare, returns_value=returns_value, **kw)
+        return self._add(thread, "RMW", tag, loc=loc, sem=sem, scope=scope, rmw_op=op, operand=operand,
+                         compare=compare, returns_value=returns_value, **kw)
 
     def rmw_fn(self, thread: str, loc: str, update: Callable[[z3.ExprRef], Any], sem: str = "relaxed",
                scope: str | None = "gpu", returns_value: bool = True, **kw: Any) -> str:
-        """An RMW whose new value is ``update(old)`` (or ``(new, writes)``)."""
+        """An RMW whose new value is ``update(old)`` (or ``(new, writes)``), ``old`` its read value."""
         tag = ("atom_" if returns_value else "red_") + f"fn_{loc}"
-        return self._add(thread, "RMW", tag, loc=loc, sem=sem, scope=scope, value=update,
+        name = f"{thread}.{self._next.get(thread, 0)}.{tag}"
+        out = update(self.value(name))
+        new, writes = out if isinstance(out, tuple) else (out, None)
+        return self._add(thread, "RMW", tag, eid=name, loc=loc, sem=sem, scope=scope, value=new, writes_if=writes,
                          returns_value=returns_value, **kw)
 
-    def red(self, thread: str, loc: str, op: str, operand: Value, sem: str = "relaxed",
-            scope: str | None = "gpu", **kw: Any) -> str:
+    def red(self, thread: str, loc: str, op: str, operand: Any, sem: str = "relaxed", scope: str | None = "gpu",
+            **kw: Any) -> str:
         return self.rmw(thread, loc, op, operand, sem=sem, scope=scope, returns_value=False, **kw)
 
     def fence(self, thread: str, sem: str = "sc", scope: str = "gpu", **kw: Any) -> str:
         return self._add(thread, "F", f"fence_{sem}_{scope}", sem=sem, scope=scope, **kw)
 
-    def bar(self, thread: str, instance: Any = 0, bar_id: Any = None, quorum: Any = None,
-            arrive: bool = False, **kw: Any) -> str:
-        return self._add(thread, "BAR", f"bar{instance}", bar_instance=instance, bar_id=bar_id,
-                         bar_quorum=quorum, bar_arrive=arrive, scope="cta", **kw)
+    def bar(self, thread: str, instance: Any = 0, bar_id: Any = None, quorum: Any = None, arrive: bool = False,
+            **kw: Any) -> str:
+        return self._add(thread, "BAR", f"bar{instance}", bar=instance, bar_id=bar_id, bar_quorum=quorum,
+                         bar_arrive=arrive, scope="cta", **kw)
 
-    def wait_until(self, thread: str, loc: str, expected: Value | Callable[[z3.ExprRef], Any],
-                   sem: str = "relaxed", scope: str | None = "sys", **kw: Any) -> str:
+    def wait_until(self, thread: str, loc: str, expected: Any, sem: str = "relaxed", scope: str | None = "sys",
+                   **kw: Any) -> str:
         """A spin loop: one read whose value satisfies the exit condition.
 
         ``expected`` is a value (exit when equal) or a function of the read
-        value returning a z3 Bool. Later events of ``thread`` get a control
-        dependency on the read.
+        value returning a z3 Bool. Later events of ``thread`` control-depend
+        on the read.
         """
-        eid = self.ld(thread, loc, sem=sem, scope=scope, **kw)
-        v = self.value(eid)
+        name = self.ld(thread, loc, sem=sem, scope=scope, **kw)
+        v = self.value(name)
         cond = expected(v) if callable(expected) else v == expected
         self.assumptions.append(cond)
-        self._ctrl[thread].add(eid)
-        return eid
+        self._pending_ctrl[thread].add(name)
+        return name
 
     def build(self) -> Program:
-        return Program(events=list(self.events), placement=dict(self.placement), init=dict(self.init),
-                       assumptions=list(self.assumptions), value_bits=self.value_bits, name=self.name)
-
-
-def _safe_name(text: str) -> str:
-    """A z3-friendly fragment of ``text``."""
-    return re.sub(r"[^A-Za-z0-9_.:\[\]@#>-]", "_", text)
-
-
-def replace_event(e: Event, **changes: Any) -> Event:
-    """A copy of ``e`` with ``changes`` (events are frozen)."""
-    return replace(e, **changes)
-
-
-def placements(mapping: Mapping[str, tuple[int, int]] | Iterable[tuple[str, int, int]]) -> dict[str, Placement]:
-    """``{thread: Placement}`` from ``{thread: (cta, gpu)}`` or ``[(thread, cta, gpu)]``."""
-    if isinstance(mapping, Mapping):
-        return {t: Placement(cta=c, gpu=g) for t, (c, g) in mapping.items()}
-    return {t: Placement(cta=c, gpu=g) for t, c, g in mapping}
+        by_name = {e.name: e.id for e in self.events}
+        for e in self.events:
+            names = getattr(self, "_deps_by_name", {}).get(e.name, set())
+            unknown = [n for n in names if n not in by_name]
+            if unknown:
+                raise InputError(f"event {e.name}: depends on unknown read '{unknown[0]}'", field="deps")
+            e.deps = frozenset(by_name[n] for n in names)
+        events = [Event(**{**e.__dict__}) for e in self.events]
+        return Program.from_events(events, dict(self.placement), dict(self.init), list(self.assumptions),
+                                   self.value_bits, self.name, ctrl={k: set(v) for k, v in self._ctrl.items()},
+                                   groups=dict(self._groups))

@@ -15,11 +15,29 @@ One test per line. Fields used (others are kept as metadata):
     one list of operations per thread (see :data:`OPS` for the fields of
     each). Values are ints or register names.
 ``condition``
-    ``{"quantifier": "exists" | "~exists" | "forall", "expr": "P1:r1 == 1 /\\ x != 2"}``.
+    ``{"quantifier": "exists" | "~exists" | "forall", "expr": "P1:r1 == 1 /\\ x != 2"}``,
+    optionally with ``"filter"`` (a proposition) and ``"locations"`` (a list
+    of terms, or herd's ``"[x; 1:r0;]"``); or herd's whole final section as
+    one string: ``"locations [x; 1:r0;] filter (1:r0 = 1) exists (1:r1 = 0 /\\ x = 2)"``.
+    ``filter``/``locations`` may also be fields of the test. The
+    proposition language is herd's and Dat3M's: ``/\\`` ``\\/`` ``~``
+    (also ``&&`` ``||`` ``!`` ``not``), ``=>``, parentheses, ``true`` /
+    ``false``; comparisons ``=`` ``==`` ``!=`` ``<>`` ``<`` ``<=`` ``>``
+    ``>=`` between terms: a final register value ``P1:r0`` / ``1:r0`` /
+    ``P1:%r0``, a final memory value ``x`` / ``[x]`` / ``*x``, an integer.
 ``expected``
     ``"allowed"`` or ``"forbidden"``: whether the *outcome* is reachable. The
-    outcome is ``expr`` for ``exists``/``~exists`` and ``~expr`` for
-    ``forall``.
+    outcome is ``filter /\\ expr`` for ``exists``/``~exists`` and
+    ``filter /\\ ~expr`` for ``forall`` (herd: executions that fail the
+    filter are discarded before the quantifier); ``locations`` only adds
+    values to the witness.
+
+A test that uses a construct the model does not cover (an access through a
+texture, surface or constant proxy alias, a proxy fence other than
+``fence.proxy.alias``, an asynchronous-proxy operation such as ``cp.async``,
+irreducible control flow) is reported ``unsupported`` with that construct by
+:func:`load_jsonl` / :func:`evaluate`, and the other tests of the file still
+run; :func:`parse_test` raises :class:`~collsim.errors.UnsupportedError`.
 
 Qualifiers: ``sem`` ``weak | relaxed | acquire | release | acq_rel`` (and
 ``volatile`` = relaxed.sys, ``mmio`` = relaxed); strong operations without a
@@ -47,7 +65,7 @@ import z3
 
 from collsim.errors import CollsimError, InputError, UnsupportedError
 from collsim.verify.events import Event, Placement, Program, value_const
-from collsim.verify.models import MEMORY_MODELS
+from collsim.verify.models import DEFAULT_CAUSALITY, check_model
 from collsim.verify.solver import DEFAULT_TIMEOUT_S, exists
 
 __all__ = [
@@ -74,6 +92,15 @@ OPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "label": (("name",), ()),
     "branch": (("cond", "a", "b", "target"), ()),
     "goto": (("target",), ()),
+}
+#: Operations of other proxies (texture, surface, constant, the asynchronous proxy): known PTX, not modelled,
+#: so a test that uses one is reported unsupported rather than rejected as malformed.
+PROXY_OPS: dict[str, str] = {
+    "tex": "texture", "tld4": "texture", "txq": "texture", "suld": "surface", "sust": "surface",
+    "sured": "surface", "suq": "surface", "ldu": "constant", "cp.async": "async", "cp.async.bulk": "async",
+    "cp.async.bulk.tensor": "async", "cp.reduce.async.bulk": "async", "cp.reduce.async.bulk.tensor": "async",
+    "st.async": "async", "red.async": "async", "cp.async.bulk.prefetch": "async", "wgmma.mma_async": "async",
+    "tcgen05.cp": "async", "tensormap.replace": "tensormap",
 }
 MEM_SEMS = ("weak", "relaxed", "acquire", "release", "acq_rel", "sc", "volatile", "mmio")
 FENCE_SEMS = ("sc", "acq_rel", "acquire", "release", "proxy.alias", "alias", "proxy")
@@ -103,9 +130,15 @@ class LitmusTest:
     meta: dict[str, Any] = field(default_factory=dict)
     #: Caveats of the lowering (e.g. loops with side effects cut at the bound).
     notes: list[str] = field(default_factory=list)
+    #: herd's filter proposition (its text), already conjoined into ``outcome``.
+    filter: str | None = None
+    #: herd's ``locations``: terms the witness reports, by their text.
+    locations: dict[str, Any] = field(default_factory=dict)
+    #: Set (and ``program`` None) when the test uses a construct the model does not cover: what it is.
+    unsupported: str | None = None
 
     def register_terms(self) -> dict[str, Any]:
-        return {f"{t}:{r}": v for (t, r), v in self.registers.items()}
+        return {**{f"{t}:{r}": v for (t, r), v in self.registers.items()}, **self.locations}
 
 
 @dataclass
@@ -115,7 +148,7 @@ class LitmusResult:
     name: str
     model: str
     expected: str | None
-    observed: str  # "allowed" | "forbidden" | "unknown"
+    observed: str  # "allowed" | "forbidden" | "unknown" | "unsupported" (``reason``: the construct)
     seconds: float
     quantifier: str
     expr: str
@@ -126,7 +159,7 @@ class LitmusResult:
 
     @property
     def agrees(self) -> bool | None:
-        if self.expected is None or self.observed == "unknown":
+        if self.expected is None or self.observed in ("unknown", "unsupported"):
             return None
         return self.expected == self.observed
 
@@ -172,12 +205,27 @@ def load_jsonl(path: str | Path, *, bound: int = 1) -> list[LitmusTest]:
             raise ctx.error(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
         if not isinstance(row, dict):
             raise ctx.error("a test must be a JSON object")
-        test = parse_test(row, file=str(path), line=lineno, bound=bound)
+        try:
+            test = parse_test(row, file=str(path), line=lineno, bound=bound)
+        except UnsupportedError as exc:  # this test is reported; the others still run
+            test = _unsupported_test(row, exc, str(path), lineno)
         if test.name in names:
             raise ctx.error(f"duplicate test name '{test.name}'", "name")
         names.add(test.name)
         tests.append(test)
     return tests
+
+
+def _unsupported_test(row: dict[str, Any], exc: UnsupportedError, file: str, line: int) -> LitmusTest:
+    """The record of a test whose construct the model does not cover (``program`` None)."""
+    name = row.get("name") if isinstance(row.get("name"), str) else f"line {line}"
+    cond = row.get("condition")
+    quant = cond.get("quantifier", "?") if isinstance(cond, dict) else str(cond or "?").split("(")[0].strip()
+    expr = str(cond.get("expr", "")) if isinstance(cond, dict) else str(cond or "")
+    construct = exc.message.split(": ", 1)[1] if exc.message.startswith(f"test '{name}': ") else exc.message
+    expected = row.get("expected") if row.get("expected") in EXPECTED else None
+    return LitmusTest(name=name, program=None, registers={}, quantifier=quant, expr=expr, outcome=None,  # type: ignore[arg-type]
+                      expected=expected, file=file, line=line, unsupported=construct)
 
 
 def _require(ctx: _Ctx, obj: dict, key: str, types: tuple[type, ...], where: str) -> Any:
@@ -247,16 +295,19 @@ def parse_test(row: dict[str, Any], *, file: str = "<memory>", line: int = 0, bo
     assumptions: list[Any] = []
     notes: list[str] = []
     registers: dict[tuple[str, str], Any] = {}
+    ctrl: dict[str, set[str]] = {}
+    ids: dict[str, int] = {}
     sort = z3.IntSort() if bits is None else z3.BitVecSort(bits)
     for ti, ops in enumerate(threads):
         if not isinstance(ops, list):
             raise ctx.error("a thread must be a list of operations", f"threads[{ti}]")
         tname = thread_names[ti]
-        lowering = _ThreadLowering(ctx, ti, tname, ops, aliases, reg_init, sort, bits, bound)
+        lowering = _ThreadLowering(ctx, ti, tname, ops, aliases, reg_init, sort, bits, bound, ids)
         lowering.run()
         events += lowering.events
         assumptions += lowering.assumptions
         notes += lowering.notes
+        ctrl.update(lowering.new_ctrl)
         for r, v in lowering.final_regs.items():
             registers[(tname, r)] = v
     for (t, r), v in reg_init.items():
@@ -264,25 +315,92 @@ def parse_test(row: dict[str, Any], *, file: str = "<memory>", line: int = 0, bo
     locs_used = {e.loc for e in events if e.loc}
     for loc in locs_used:
         mem_init.setdefault(loc, 0)
-    program = Program(events=events, placement=placement, init=mem_init, assumptions=assumptions,
-                      value_bits=bits, name=name)
+    program = Program.from_events(events, placement, mem_init, assumptions, bits, name, ctrl=ctrl)
 
-    cond = _require(ctx, row, "condition", (dict,), "")
-    quant = _require(ctx, cond, "quantifier", (str,), "condition.")
-    if quant not in QUANTIFIERS:
-        raise ctx.error(f"unknown quantifier '{quant}'", "condition.quantifier", QUANTIFIERS)
-    expr = _require(ctx, cond, "expr", (str,), "condition.")
+    quant, expr, filt, shown = _final_section(ctx, row)
     known_locs = set(mem_init) | set(aliases)
-    formula = parse_condition(expr, ctx=ctx, threads=thread_names, registers=registers,
-                              reg_init=reg_init, locations=known_locs, aliases=aliases,
-                              program=program)
+
+    def prop(text: str, fld: str) -> Any:
+        return parse_condition(text, ctx=ctx, threads=thread_names, registers=registers, reg_init=reg_init,
+                               locations=known_locs, aliases=aliases, program=program, fld=fld)
+
+    formula = prop(expr, "condition.expr")
     outcome = z3.Not(formula) if quant == "forall" else formula
+    if filt is not None:
+        outcome = z3.And(prop(filt, "condition.filter"), outcome)
+    location_terms = {t: _term(ctx, t, thread_names, registers, reg_init, known_locs, aliases, program,
+                               "condition.locations", program.value_bits) for t in shown}
     expected = row.get("expected")
     if expected is not None and expected not in EXPECTED:
         raise ctx.error(f"unknown expectation '{expected}'", "expected", EXPECTED)
     meta = {k: v for k, v in row.items() if k not in ("threads", "placement", "init", "condition")}
     return LitmusTest(name=name, program=program, registers=registers, quantifier=quant, expr=expr,
-                      outcome=outcome, expected=expected, file=file, line=line, meta=meta, notes=notes)
+                      outcome=outcome, expected=expected, file=file, line=line, meta=meta, notes=notes,
+                      filter=filt, locations=location_terms)
+
+
+_FINAL = re.compile(r"\s*(~\s*exists|exists|forall)\b", re.IGNORECASE)
+
+
+def _final_section(ctx: _Ctx, row: dict[str, Any]) -> tuple[str, str, str | None, list[str]]:
+    """``(quantifier, proposition, filter or None, locations)`` of a test's condition (module doc)."""
+    cond = row.get("condition")
+    if cond is None:
+        raise ctx.error("missing field 'condition'", "condition")
+    filt = row.get("filter")
+    shown: Any = row.get("locations")
+    if isinstance(cond, str):
+        text = cond.strip()
+        m = re.match(r"locations\s*\[([^\]]*)\]", text)
+        if m:
+            shown = m.group(1)
+            text = text[m.end():].strip()
+        if text.startswith("filter"):
+            body = text[len("filter"):]
+            at = _top_level_quantifier(body)
+            if at is None:
+                raise ctx.error(f"condition {cond!r}: a filter must be followed by exists, ~exists or forall",
+                                "condition", QUANTIFIERS)
+            filt, text = body[:at].strip(), body[at:].strip()
+        m = _FINAL.match(text)
+        if m is None:
+            raise ctx.error(f"condition {cond!r}: expected exists, ~exists or forall", "condition", QUANTIFIERS)
+        quant = re.sub(r"\s+", "", m.group(1)).lower()
+        expr = text[m.end():].strip()
+        if not expr:
+            raise ctx.error(f"condition {cond!r}: no proposition after {quant}", "condition")
+    elif isinstance(cond, dict):
+        quant = _require(ctx, cond, "quantifier", (str,), "condition.")
+        if quant not in QUANTIFIERS:
+            raise ctx.error(f"unknown quantifier '{quant}'", "condition.quantifier", QUANTIFIERS)
+        expr = _require(ctx, cond, "expr", (str,), "condition.")
+        filt = cond.get("filter", filt)
+        shown = cond.get("locations", shown)
+    else:
+        raise ctx.error(f"field 'condition' must be an object or a string, got {type(cond).__name__}",
+                        "condition")
+    if filt is not None and not isinstance(filt, str):
+        raise ctx.error("a filter must be a string (a proposition)", "condition.filter")
+    if shown is None:
+        shown = []
+    if isinstance(shown, str):
+        shown = [t.strip() for t in shown.split(";") if t.strip()]
+    if not isinstance(shown, list) or not all(isinstance(t, str) for t in shown):
+        raise ctx.error("locations must be a list of terms or herd's '[x; 1:r0;]'", "condition.locations")
+    return quant, expr, filt, shown
+
+
+def _top_level_quantifier(text: str) -> int | None:
+    """Where the quantifier after a filter's proposition starts (outside parentheses), or None."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif depth == 0 and _FINAL.match(text, i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            return i
+    return None
 
 
 def _thread_ref(ctx: _Ctx, t: str, threads: list[str], fld: str) -> str:
@@ -330,8 +448,11 @@ class _ThreadLowering:
 
     def __init__(self, ctx: _Ctx, index: int, thread: str, ops: list[Any],
                  aliases: dict[str, tuple[str, str]], reg_init: dict[tuple[str, str], int],
-                 sort: z3.SortRef, bits: int | None, bound: int) -> None:
+                 sort: z3.SortRef, bits: int | None, bound: int, ids: dict[str, int]) -> None:
         self.ctx, self.index, self.thread = ctx, index, thread
+        self.ids = ids  # event name -> provisional id, shared by every thread of the test
+        self.new_ctrl: dict[str, set[str]] = {}
+        self._ctrl_seen: set[str] = set()
         self.aliases, self.reg_init, self.sort, self.bits = aliases, reg_init, sort, bits
         self.ops = [self._check_op(i, op) for i, op in enumerate(ops)]
         self.notes: list[str] = []
@@ -348,8 +469,13 @@ class _ThreadLowering:
         if not isinstance(op, dict):
             raise self.ctx.error("an operation must be an object", where)
         kind = op.get("op")
+        if kind in PROXY_OPS:
+            raise self.ctx.error(f"{kind} ({PROXY_OPS[kind]} proxy)", where + ".op", unsupported=True)
         if kind not in OPS:
             raise self.ctx.error(f"unknown op kind {kind!r}", where + ".op", sorted(OPS))
+        proxy = op.get("proxy")
+        if kind in ("ld", "st", "rmw", "red") and proxy not in (None, "generic"):
+            raise self.ctx.error(f"{kind} through the {proxy} proxy", where + ".proxy", unsupported=True)
         required, _ = OPS[kind]
         for key in required:
             if key not in op or (op[key] is None and key not in ("val",)):
@@ -409,9 +535,17 @@ class _ThreadLowering:
 
     def _event(self, path: _Path, idx: int, kind: str, tag: str, deps: frozenset[str] = frozenset(),
                **kw: Any) -> Event:
-        eid = f"{self.thread}.i{idx}.{tag}"
-        e = Event(eid=eid, thread=self.thread, kind=kind, po_index=self.po, guard=path.guard,
-                  deps=frozenset(deps) | frozenset(self.ctrl), **kw)
+        name = f"{self.thread}.i{idx}.{tag}"
+        if "vloc" in kw and kw["vloc"] == kw.get("loc"):
+            kw["vloc"] = None
+        guard = None if z3.is_true(path.guard) else path.guard
+        fresh = set(self.ctrl) - self._ctrl_seen
+        if fresh:
+            self.new_ctrl[name] = fresh
+            self._ctrl_seen |= fresh
+        e = Event(id=len(self.ids), kind=kind, thread=self.index, instr=self.po, name=name, guard=guard,
+                  deps=frozenset(self.ids[d] for d in deps), **kw)
+        self.ids[name] = e.id
         self.po += 1
         self.events.append(e)
         return e
@@ -499,8 +633,8 @@ class _ThreadLowering:
             sem, scope = self._sem_scope(op, "weak")
             e = self._event(path, i, "R", f"ld_{op['loc']}", loc=loc, vloc=vloc, sem=sem, scope=scope,
                             label=_label(op))
-            regs[op["reg"]] = self._read_var(e.eid)
-            taint[op["reg"]] = frozenset({e.eid})
+            regs[op["reg"]] = self._read_var(e.name)
+            taint[op["reg"]] = frozenset({e.name})
         elif kind == "st":
             loc, vloc = self._loc(op)
             sem, scope = self._sem_scope(op, "weak")
@@ -519,8 +653,8 @@ class _ThreadLowering:
                             rmw_op=op["kind"], operand=v, compare=cmp_t,
                             returns_value=(kind == "rmw"), label=_label(op))
             if kind == "rmw":
-                regs[op["reg"]] = self._read_var(e.eid)
-                taint[op["reg"]] = frozenset({e.eid})
+                regs[op["reg"]] = self._read_var(e.name)
+                taint[op["reg"]] = frozenset({e.name})
         elif kind == "fence":
             sem = op["sem"]
             if sem in ("proxy.alias", "alias", "proxy"):
@@ -542,7 +676,7 @@ class _ThreadLowering:
             if op.get("quorum") is not None:
                 quorum, tq = self._value(path, op["quorum"], where + ".quorum")
             self._event(path, i, "BAR", f"bar{op['instance']}", deps=tb | tq, scope="cta",
-                        bar_instance=op["instance"], bar_id=bid, bar_quorum=quorum,
+                        bar=op["instance"], bar_id=bid, bar_quorum=quorum,
                         bar_arrive=(op.get("mode") == "arrive"), label=_label(op))
         elif kind == "mov":
             v, t = self._value(path, op["val"], where + ".val")
@@ -661,22 +795,28 @@ _TOKEN = re.compile(r"""
     (?P<ws>\s+)
   | (?P<and>/\\|&&)
   | (?P<or>\\/|\|\|)
-  | (?P<cmp>==|!=|<=|>=|<|>)
+  | (?P<implies>=>)
+  | (?P<cmp>==|!=|<>|<=|>=|<|>|=)
   | (?P<not>~|!|\bnot\b)
   | (?P<lp>\()
   | (?P<rp>\))
-  | (?P<reg>(?:P?\d+)\s*:\s*[A-Za-z_%][\w]*)
+  | (?P<reg>(?:P?\d+)\s*:\s*%?[A-Za-z_][\w]*)
   | (?P<num>-?(?:0x[0-9a-fA-F]+|\d+))
+  | (?P<mem>\[\s*[A-Za-z_][\w.]*\s*\]|\*\s*[A-Za-z_][\w.]*)
   | (?P<name>[A-Za-z_][\w.\[\]]*)
 """, re.VERBOSE)
 
+_COMPARE = {"==": lambda a, b: a == b, "=": lambda a, b: a == b, "!=": lambda a, b: a != b,
+            "<>": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
+            ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
 
-def _tokens(ctx: _Ctx, text: str) -> list[tuple[str, str]]:
+
+def _tokens(ctx: _Ctx, text: str, fld: str = "condition.expr") -> list[tuple[str, str]]:
     out, pos = [], 0
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if not m:
-            raise ctx.error(f"cannot parse condition at {text[pos:pos + 12]!r}", "condition.expr")
+            raise ctx.error(f"cannot parse condition at {text[pos:pos + 12]!r}", fld)
         pos = m.end()
         kind = m.lastgroup
         if kind != "ws":
@@ -684,18 +824,46 @@ def _tokens(ctx: _Ctx, text: str) -> list[tuple[str, str]]:
     return out
 
 
+def _term(ctx: _Ctx, text: str, threads: list[str], registers: dict[tuple[str, str], Any],
+          reg_init: dict[tuple[str, str], int], locations: set[str], aliases: dict[str, tuple[str, str]],
+          program: Program, fld: str, bits: int | None, kind: str | None = None) -> Any:
+    """The z3 term of one condition term: ``P1:r0`` / ``1:r0`` / ``P1:%r0`` (a final register value),
+    ``x`` / ``[x]`` / ``*x`` (a final memory value) or an integer."""
+    text = text.strip()
+    if kind is None:
+        toks = _tokens(ctx, text, fld)
+        if len(toks) != 1 or toks[0][0] not in ("num", "reg", "mem", "name"):
+            raise ctx.error(f"{text!r} is not a register, a location or a value", fld)
+        kind, text = toks[0]
+    if kind == "num":
+        return _const(int(text, 0), bits)
+    if kind == "reg":
+        t, r = (part.strip() for part in text.split(":", 1))
+        thread = _thread_ref(ctx, t, threads, fld)
+        for name in (r, r.lstrip("%"), "%" + r.lstrip("%")):
+            if (thread, name) in registers:
+                return registers[(thread, name)]
+        return _const(reg_init.get((thread, r), reg_init.get((thread, r.lstrip("%")), 0)), bits)
+    name = text.strip("[]* \t") if kind == "mem" else text
+    if name not in locations:
+        raise ctx.error(f"unknown location '{name}'", fld, sorted(locations))
+    return program.final_var(_physical(ctx, name, aliases, fld)[0])
+
+
 def parse_condition(text: str, *, ctx: _Ctx | None = None, threads: list[str],
                     registers: dict[tuple[str, str], Any], reg_init: dict[tuple[str, str], int],
                     locations: set[str], aliases: dict[str, tuple[str, str]],
-                    program: Program) -> Any:
-    """The z3 formula of a condition such as ``P1:r1 == 1 /\\ ~(x == 2)``.
+                    program: Program, fld: str = "condition.expr") -> Any:
+    """The z3 formula of a proposition such as ``P1:r1 == 1 /\\ ~(x = 2)`` (herd's and Dat3M's language).
 
-    ``Pn:reg`` is a final register value, a bare name a final memory value.
-    Connectives: ``/\\`` ``\\/`` ``~`` (also ``&&`` ``||`` ``!``), parentheses,
-    comparisons ``== != < <= > >=``, ``true``/``false``.
+    Terms: ``Pn:reg`` / ``n:reg`` / ``Pn:%reg`` a final register value, ``x`` /
+    ``[x]`` / ``*x`` a final memory value, integers. Connectives by
+    increasing binding: ``=>`` (right-associative), ``\\/`` (``||``), ``/\\``
+    (``&&``), ``~`` (``!``, ``not``); parentheses; ``true``/``false``;
+    comparisons ``= == != <> < <= > >=``.
     """
     ctx = ctx or _Ctx("<condition>", 0)
-    toks = _tokens(ctx, text)
+    toks = _tokens(ctx, text, fld)
     pos = 0
     bits = program.value_bits
 
@@ -708,27 +876,15 @@ def parse_condition(text: str, *, ctx: _Ctx | None = None, threads: list[str],
         if tok is None or (kind is not None and tok[0] != kind):
             want = kind or "more input"
             got = tok[1] if tok else "end of condition"
-            raise ctx.error(f"condition {text!r}: expected {want}, got {got!r}", "condition.expr")
+            raise ctx.error(f"condition {text!r}: expected {want}, got {got!r}", fld)
         pos += 1
         return tok
 
     def term() -> Any:
         kind, val = take()
-        if kind == "num":
-            return _const(int(val, 0), bits)
-        if kind == "reg":
-            t, r = (s.strip() for s in val.split(":", 1))
-            thread = _thread_ref(ctx, t, threads, "condition.expr")
-            if (thread, r) in registers:
-                return registers[(thread, r)]
-            return _const(reg_init.get((thread, r), 0), bits)
-        if kind == "name":
-            if val not in locations:
-                raise ctx.error(f"condition {text!r}: unknown location '{val}'", "condition.expr",
-                                sorted(locations))
-            loc = _physical(ctx, val, aliases, "condition.expr")[0]
-            return program.final_var(loc)
-        raise ctx.error(f"condition {text!r}: expected a value, got {val!r}", "condition.expr")
+        if kind not in ("num", "reg", "mem", "name"):
+            raise ctx.error(f"condition {text!r}: expected a value, got {val!r}", fld)
+        return _term(ctx, val, threads, registers, reg_init, locations, aliases, program, fld, bits, kind)
 
     def atom() -> Any:
         tok = peek()
@@ -740,7 +896,7 @@ def parse_condition(text: str, *, ctx: _Ctx | None = None, threads: list[str],
             return z3.Not(atom())
         if tok[0] == "lp":
             take()
-            e = disjunction()
+            e = implication()
             take("rp")
             return e
         if tok[0] == "name" and tok[1] in ("true", "false"):
@@ -749,8 +905,7 @@ def parse_condition(text: str, *, ctx: _Ctx | None = None, threads: list[str],
         left = term()
         _, op = take("cmp")
         right = term()
-        return {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
-                "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}[op](left, right)
+        return _COMPARE[op](left, right)
 
     def conjunction() -> Any:
         parts = [atom()]
@@ -766,22 +921,37 @@ def parse_condition(text: str, *, ctx: _Ctx | None = None, threads: list[str],
             parts.append(conjunction())
         return parts[0] if len(parts) == 1 else z3.Or(parts)
 
+    def implication() -> Any:
+        left = disjunction()
+        if peek() is not None and peek()[0] == "implies":  # type: ignore[index]
+            take()
+            return z3.Implies(left, implication())
+        return left
+
     if not toks:
-        raise ctx.error("empty condition", "condition.expr")
-    formula = disjunction()
+        raise ctx.error("empty condition", fld)
+    formula = implication()
     if pos != len(toks):
-        raise ctx.error(f"condition {text!r}: unexpected {toks[pos][1]!r}", "condition.expr")
+        raise ctx.error(f"condition {text!r}: unexpected {toks[pos][1]!r}", fld)
     return formula
 
 
 # ------------------------------------------------------------------ evaluation
 def evaluate(test: LitmusTest, model: str = "ptx", timeout_s: float | None = DEFAULT_TIMEOUT_S,
-             want_witness: bool = True) -> LitmusResult:
-    """Decide whether the test's outcome is reachable under ``model``."""
-    if model not in MEMORY_MODELS:
-        raise InputError(f"unknown memory model '{model}'", field="model", choices=sorted(MEMORY_MODELS))
-    res = exists(test.program, test.outcome, model=model, timeout_s=timeout_s,
-                 extra=test.register_terms() if want_witness else None)
+             want_witness: bool = True, causality: str = DEFAULT_CAUSALITY) -> LitmusResult:
+    """Decide whether the test's outcome is reachable under ``model`` (encoded with ``causality``)."""
+    check_model(model)
+    if test.unsupported is not None:
+        return LitmusResult(name=test.name, model=model, expected=test.expected, observed="unsupported",
+                            seconds=0.0, quantifier=test.quantifier, expr=test.expr, reason=test.unsupported,
+                            line=test.line)
+    try:
+        res = exists(test.program, test.outcome, model=model, timeout_s=timeout_s,
+                     extra=test.register_terms() if want_witness else None, causality=causality)
+    except UnsupportedError as exc:  # the model refuses a construct the reader accepted
+        return LitmusResult(name=test.name, model=model, expected=test.expected, observed="unsupported",
+                            seconds=0.0, quantifier=test.quantifier, expr=test.expr, reason=exc.message,
+                            line=test.line, notes=list(test.notes))
     observed = {"sat": "allowed", "unsat": "forbidden"}.get(res.status, "unknown")
     witness = res.witness.format() if (res.witness is not None and want_witness) else None
     return LitmusResult(name=test.name, model=model, expected=test.expected, observed=observed,
@@ -790,18 +960,20 @@ def evaluate(test: LitmusTest, model: str = "ptx", timeout_s: float | None = DEF
 
 
 def run_file(path: str | Path, model: str = "ptx", timeout_s: float | None = DEFAULT_TIMEOUT_S,
-             bound: int = 1) -> list[LitmusResult]:
+             bound: int = 1, causality: str = DEFAULT_CAUSALITY) -> list[LitmusResult]:
     """Parse and evaluate every test of a JSONL file."""
-    return [evaluate(t, model=model, timeout_s=timeout_s) for t in load_jsonl(path, bound=bound)]
+    return [evaluate(t, model=model, timeout_s=timeout_s, causality=causality)
+            for t in load_jsonl(path, bound=bound)]
 
 
 def summary(results: list[LitmusResult]) -> dict[str, Any]:
-    """Counts for reports: tests, agreements, allowed/forbidden/unknown, seconds."""
+    """Counts for reports: tests, agreements, allowed/forbidden/unknown/unsupported, seconds."""
     return {
         "tests": len(results),
         "agree": sum(1 for r in results if r.agrees is True),
         "disagree": sum(1 for r in results if r.agrees is False),
         "unknown": sum(1 for r in results if r.observed == "unknown"),
+        "unsupported": sum(1 for r in results if r.observed == "unsupported"),
         "allowed": sum(1 for r in results if r.observed == "allowed"),
         "forbidden": sum(1 for r in results if r.observed == "forbidden"),
         "seconds": round(sum(r.seconds for r in results), 3),

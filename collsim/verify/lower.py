@@ -49,6 +49,7 @@ from collsim.ir.protocol import Protocol
 from collsim.ir.types import FenceKind, FillPattern, Issuer, RmwOp
 from collsim.ir.visit import OpVisitor
 from collsim.verify.granules import atomic_groups, kept_words
+from collsim.verify.events import AtomicGroup, Placement
 from collsim.verify.instance import Bounds, EventKind, InstrKind, Lin, VerifyEvent, VerifyInstance, VerifyInstr
 
 __all__ = ["lower_instance", "message_bytes"]
@@ -84,12 +85,18 @@ class _ElementLowering(OpVisitor):
 
     consumer = "the verifier's lowering"
 
-    def __init__(self, protocol: Protocol, algorithm: str, bounds: Bounds, assumptions: tuple[str, ...]) -> None:
+    def __init__(self, protocol: Protocol, algorithm: str, bounds: Bounds, assumptions: tuple[str, ...],
+                 recheck: bool = False) -> None:
         self.protocol = protocol
         self.algorithm = algorithm
         self.bounds = bounds
         self.assumptions = assumptions
         self.active = [get_assumption(a) for a in assumptions]
+        full = frozenset(assumptions)
+        #: the assumption sets whose atomic groups the instance carries: the declared ones, and for the
+        #: verifier's re-checks each of them without one assumption
+        self.group_sets = [full] + ([full - {a} for a in assumptions] if recheck else [])
+        self.groups: list[AtomicGroup] = []
         self.program = generate(protocol, algorithm)
         self.buffers = {b.name: b for b in self.program.buffers}
         self.msg = message_bytes(protocol, algorithm, bounds)
@@ -100,7 +107,7 @@ class _ElementLowering(OpVisitor):
         self.T = bounds.threads
         nthreads = bounds.ranks * self.T
         self.threads: list[list[VerifyInstr]] = [[] for _ in range(nthreads)]
-        self.placement = [(t // self.T, t // self.T, t // self.T) for t in range(nthreads)]
+        self.placement = [Placement(cta=t // self.T, gpu=t // self.T, rank=t // self.T) for t in range(nthreads)]
         self.init: dict[tuple, int] = {}
         self.outputs: dict[tuple, Lin | None] = {}
         self.expected: dict[tuple, Lin] = {}
@@ -131,7 +138,7 @@ class _ElementLowering(OpVisitor):
         return instr
 
     def add_event(self, instr: VerifyInstr, **kw: Any) -> VerifyEvent:
-        ev = VerifyEvent(id=len(self.events), thread=instr.thread, rank=self.placement[instr.thread][0],
+        ev = VerifyEvent(id=len(self.events), thread=instr.thread, rank=self.placement[instr.thread].rank,
                          instr=instr.index, label=instr.label, iteration=instr.iteration, **kw)
         self.events.append(ev)
         instr.events.append(ev)
@@ -198,13 +205,24 @@ class _ElementLowering(OpVisitor):
 
     def groups_for(self, ev_by_word: dict[int, VerifyEvent], layout: LineLayout, attr: str,
                    write_kind: str | None) -> None:
-        """Join the events of one line access into the atomic groups the assumptions declare: a write under the
-        assumptions that join writes of ``write_kind``, a read (``write_kind`` None) under all of them."""
-        active = self.active if write_kind is None else [a for a in self.active if a.joins(write_kind)]
-        for chunk in atomic_groups(layout, ev_by_word, active):
+        """Join the events of one line access into the atomic groups each assumption set declares: a write under
+        the assumptions that join writes of ``write_kind``, a read (``write_kind`` None) under all of them (the
+        events keep the groups of the first set)."""
+        found: dict[tuple[int, ...], tuple[list[int], set[frozenset[str]]]] = {}
+        for sset in self.group_sets:
+            active = [get_assumption(a) for a in self.assumptions if a in sset]
+            if write_kind is not None:
+                active = [a for a in active if a.joins(write_kind)]
+            for chunk in atomic_groups(layout, ev_by_word, active):
+                key = tuple(ev_by_word[w].id for w in chunk)
+                found.setdefault(key, (chunk, set()))[1].add(sset)
+        for chunk, sets in found.values():
             gid = self.group_id()
-            for w in chunk:
-                setattr(ev_by_word[w], attr, gid)
+            members = [ev_by_word[w] for w in chunk]
+            self.groups.append(AtomicGroup(gid, "w" if attr == "wgroup" else "r", members, frozenset(sets)))
+            if self.group_sets[0] in sets:
+                for m in members:
+                    setattr(m, attr, gid)
 
     def output(self, rank: int, iteration: int, byte: int, value: Lin | None) -> None:
         element = byte // self.word_bytes
@@ -423,30 +441,22 @@ class _ElementLowering(OpVisitor):
                 for flat in self.program.flatten(env):
                     self.signature.append(f"{rank}/{iteration}/{flat.name}:{flat.op!r}")
                     self.visit(flat.op, _Site(flat.name, rank, iteration, regs, env))
-        instrs = [i for thread in self.threads for i in thread]
-        for n, instr in enumerate(instrs):
-            instr.id = n
+        for instr in (i for thread in self.threads for i in thread):
+            if instr.kind == InstrKind.POLL:
+                for ev in instr.events:
+                    ev.poll = -1  # set to the instruction's id once the program numbers them
+        low = VerifyInstance(
+            protocol=self.protocol.name, algorithm=self.algorithm, bounds=self.bounds, msg=self.msg,
+            assumptions=self.assumptions, threads=self.threads, placement=self.placement, init=self.init,
+            outputs=self.outputs, expected_outputs=self.expected, word_bytes=self.word_bytes, elements=self.elements,
+            sentinel=self.sentinel, forbidden_word=self.program.forbidden_word, notes=self.notes,
+            flat_signature="\n".join(self.signature), groups=self.groups,
+        )
+        for instr in low.instrs:
             for ev in instr.events:
                 if instr.kind == InstrKind.POLL:
-                    ev.poll = n
-        locs: dict[tuple, list[VerifyEvent]] = {}
-        wgroups: dict[int, list[VerifyEvent]] = {}
-        rgroups: dict[int, list[VerifyEvent]] = {}
-        for ev in self.events:
-            if ev.loc is not None:
-                locs.setdefault(ev.loc, []).append(ev)
-            if ev.wgroup is not None:
-                wgroups.setdefault(ev.wgroup, []).append(ev)
-            if ev.rgroup is not None:
-                rgroups.setdefault(ev.rgroup, []).append(ev)
-        return VerifyInstance(
-            protocol=self.protocol.name, algorithm=self.algorithm, bounds=self.bounds, msg=self.msg,
-            assumptions=self.assumptions, events=self.events, threads=self.threads, placement=self.placement,
-            init=self.init, outputs=self.outputs, expected_outputs=self.expected, word_bytes=self.word_bytes,
-            elements=self.elements, sentinel=self.sentinel, forbidden_word=self.program.forbidden_word,
-            notes=self.notes, instrs=instrs, locs=locs, wgroups=wgroups, rgroups=rgroups,
-            flat_signature="\n".join(self.signature),
-        )
+                    ev.poll = instr.id
+        return low
 
     def expected_sum(self, iteration: int, element: int) -> None:
         total = Lin.const(0)
@@ -457,12 +467,14 @@ class _ElementLowering(OpVisitor):
 
 
 def lower_instance(protocol: Protocol, algorithm: str, bounds: Bounds | None = None,
-                   assumptions: Iterable[str] | None = None) -> VerifyInstance:
+                   assumptions: Iterable[str] | None = None, *, recheck: bool = False) -> VerifyInstance:
     """Unroll ``protocol`` under ``algorithm`` into the element events of a tiny instance.
 
-    ``assumptions`` defaults to the protocol's declared ones; the verifier
-    passes a subset to re-check without one.
+    ``assumptions`` defaults to the protocol's declared ones. With
+    ``recheck``, the instance also carries the atomic groups of every set of
+    them that lacks one assumption (:class:`~collsim.verify.events.AtomicGroup`
+    ``when``), so one encoding answers the verifier's re-checks.
     """
     bounds = bounds or Bounds()
     active = tuple(protocol.assumptions if assumptions is None else assumptions)
-    return _ElementLowering(protocol, algorithm, bounds, active).run()
+    return _ElementLowering(protocol, algorithm, bounds, active, recheck).run()

@@ -145,8 +145,11 @@ def _writer_text(w: VerifyEvent | None, low: VerifyInstance) -> str:
 
 
 class _Builder:
-    def __init__(self, ex, model: z3.ModelRef, ref: RefRun | None) -> None:
+    def __init__(self, ex, model: z3.ModelRef, ref: RefRun | None, symbolic: bool = False,
+                 assumptions: frozenset[str] | None = None) -> None:
         self.ex = ex
+        self.symbolic = symbolic
+        self.assumptions = assumptions
         self.low: VerifyInstance = ex.low
         self.m = model
         self.ref = ref
@@ -165,7 +168,7 @@ class _Builder:
         return None
 
     def value_text(self, e: VerifyEvent, value: int) -> str:
-        return describe_value(value, self.low, e.role, self.ex.symbolic)
+        return describe_value(value, self.low, e.role, self.symbolic)
 
     def step(self, instr: VerifyInstr, focus: set[int] | None = None, mark: bool = False, note: str = "") -> CounterexampleStep:
         low = self.low
@@ -200,7 +203,7 @@ class _Builder:
             stuck = self.ex.stuck.get(instr.id) if self.ex.live else None
             if stuck is not None and _true(self.m, stuck):
                 note = (note + "; " if note else "") + "stuck here forever"
-        rank, _, _ = low.placement[instr.thread]
+        rank = low.rank_of(instr.thread)
         return CounterexampleStep(rank=rank, thread=instr.thread % low.bounds.threads, iteration=instr.iteration, op=instr.label,
                     action=kinds.get(instr.kind, instr.kind), target=target, values=values, note=note, mark=mark)
 
@@ -275,9 +278,14 @@ def _who(e: VerifyEvent, low: VerifyInstance) -> str:
     return f"rank {e.rank} thread {e.thread % low.bounds.threads} ({e.label}, iteration {e.iteration})"
 
 
-def build_counterexample(query, ex, model: z3.ModelRef, ref: RefRun | None) -> Counterexample:
-    """Explain the model of a violated :class:`~collsim.verify.properties.Query`."""
-    b = _Builder(ex, model, ref)
+def build_counterexample(query, ex, model: z3.ModelRef, ref: RefRun | None,
+                         assumptions: frozenset[str] | None = None) -> Counterexample:
+    """Explain the model of a violated :class:`~collsim.verify.properties.Query`.
+
+    ``assumptions`` are the hardware assumptions the query was asked under
+    (default: the instance's own): they say which words were atomic together.
+    """
+    b = _Builder(ex, model, ref, query.symbolic_inputs, assumptions)
     low = ex.low
     detail = next((d for lit, d in query.witnesses if _true(model, lit)), None)
     prop = query.property
@@ -340,7 +348,7 @@ def build_counterexample(query, ex, model: z3.ModelRef, ref: RefRun | None) -> C
             texts.append(f"word {e.word} holds {describe_value(_num(model, ex.rval(e)), low, e.role)} "
                          f"(last written by {_writer_text(w, low)})")
         want = instr.predicate.describe()
-        reason = (f"rank {low.placement[instr.thread][0]} thread {instr.thread % low.bounds.threads} waits at "
+        reason = (f"rank {low.rank_of(instr.thread)} thread {instr.thread % low.bounds.threads} waits at "
                   f"{instr.label} (iteration {instr.iteration}) for {want} but {'; '.join(texts)}, and no thread "
                   f"that is still running will write it again")
         return Counterexample(prop, reason, b.timeline([instr], {instr.id: "waits forever"}), {"poll": instr.label})
@@ -407,8 +415,9 @@ def ref_older(b: _Builder, r: VerifyEvent, w: VerifyEvent | None) -> bool:
 
 
 def _torn_cause(ex, reads: list[VerifyEvent], b: _Builder) -> str:
-    groups = {r.rgroup for r in reads}
-    if groups == {None}:
+    ids = {r.id for r in reads}
+    grouped = {m.id for g in b.low.groups_under(b.assumptions) if g.kind == "r" for m in g.members if m.id in ids}
+    if not grouped:
         return ("the words are separate element accesses (PTX ISA 8.2.4) and no declared assumption joins them into "
                 "one atomic unit")
     return f"the words span several atomic units, and nothing orders the writes of one before the other under {ex.model}"

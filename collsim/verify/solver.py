@@ -1,16 +1,18 @@
 """Queries over a program's executions, with three-valued answers.
 
 ``exists(program, C)`` asks whether some execution allowed by a memory model
-satisfies ``C``. The answer is a :class:`QueryResult`:
+satisfies ``C``; the program is encoded by :func:`collsim.verify.models.encode`
+(the one model the protocol verifier uses, with the causality strategy of
+``causality``). The answer is a :class:`QueryResult`:
 
 * ``status == "sat"``: yes; ``witness`` describes one such execution;
 * ``status == "unsat"``: no execution does;
 * ``status == "unknown"``: z3 gave up (timeout, resource limit, ...);
   ``reason`` says why. Unknown is never reported as "no".
 
-Conditions are z3 Bools over read values (``program.value_var(eid)``) and
+Conditions are z3 Bools over read values (``program.value_var(name)``) and
 final values (``program.final_var(loc)``), or functions ``encoding -> Bool``
-for anything else the encoding exposes (``rf_vars``, ``co``, ...).
+for anything else the encoding exposes (``rf_vars``, ``co_names``, ...).
 
 Examples
 --------
@@ -34,8 +36,8 @@ from typing import Any, Union
 import z3
 
 from collsim.verify.events import Program
-from collsim.verify.models import memory_model
-from collsim.verify.models.base import Encoding, Witness
+from collsim.verify.models import DEFAULT_CAUSALITY, Encoding, Witness
+from collsim.verify.models import encode as encode_program
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -141,8 +143,8 @@ def check(solver: z3.Solver, *assumptions: z3.BoolRef) -> tuple[str, str | None]
     return "unknown", solver.reason_unknown() or "unknown"
 
 
-def encode(program: Program, model: str = "ptx", timeout_s: float | None = DEFAULT_TIMEOUT_S
-           ) -> tuple[Encoding, z3.Solver]:
+def encode(program: Program, model: str = "ptx", timeout_s: float | None = DEFAULT_TIMEOUT_S, *,
+           causality: str = DEFAULT_CAUSALITY, prune: bool = True) -> tuple[Encoding, z3.Solver]:
     """Encode ``program`` under ``model`` into a fresh solver; returns both.
 
     Use this for several questions about one program: push/pop around each
@@ -150,8 +152,9 @@ def encode(program: Program, model: str = "ptx", timeout_s: float | None = DEFAU
     The solver and every term of the encoding live in the context of the
     program's own terms (that of its value sort).
     """
-    solver = make_solver(timeout_s, program.sort.ctx)
-    enc = memory_model(model).encode(program, solver)
+    enc = encode_program(program, model, causality=causality, prune=prune)
+    solver = make_solver(timeout_s, enc.ctx)
+    solver.add(enc.cons)
     return enc, solver
 
 
@@ -162,28 +165,44 @@ def _condition(enc: Encoding, cond: Condition) -> z3.BoolRef:
         cond = cond(enc)
     if isinstance(cond, bool):
         return z3.BoolVal(cond, enc.ctx)
+    cond = enc.term(cond)
+    enc.finals_in(cond)
     return cond
+
+
+def _add_new(enc: Encoding, solver: z3.Solver, done: int) -> int:
+    """Add the encoding's constraints from index ``done`` on (final values added on demand); the new count."""
+    for c in enc.cons[done:]:
+        solver.add(c)
+    return len(enc.cons)
 
 
 def exists(program: Program, condition: Condition = None, *, model: str = "ptx",
            timeout_s: float | None = DEFAULT_TIMEOUT_S,
-           extra: Mapping[str, Any] | None = None) -> QueryResult:
+           extra: Mapping[str, Any] | None = None, causality: str = DEFAULT_CAUSALITY) -> QueryResult:
     """Is there an execution allowed by ``model`` that satisfies ``condition``?
 
     ``extra`` maps names to terms whose values the witness reports.
     """
     start = time.perf_counter()
-    enc, solver = encode(program, model, timeout_s)
-    solver.add(_condition(enc, condition))
+    enc, solver = encode(program, model, timeout_s, causality=causality)
+    done = len(enc.cons)
+    cond = _condition(enc, condition)
+    extra_terms = {k: enc.term(t) if isinstance(t, z3.ExprRef) else t for k, t in dict(extra or {}).items()}
+    for t in extra_terms.values():
+        if isinstance(t, z3.ExprRef):
+            enc.finals_in(t)
+    _add_new(enc, solver, done)
+    solver.add(cond)
     status, reason = check(solver)
-    witness = enc.decode(solver.model(), dict(extra or {})) if status == "sat" else None
+    witness = enc.decode(solver.model(), extra_terms) if status == "sat" else None
     return QueryResult(status=status, witness=witness, reason=reason,
                        seconds=time.perf_counter() - start, model=model)
 
 
 def always(program: Program, condition: Condition, *, model: str = "ptx",
            timeout_s: float | None = DEFAULT_TIMEOUT_S,
-           extra: Mapping[str, Any] | None = None) -> QueryResult:
+           extra: Mapping[str, Any] | None = None, causality: str = DEFAULT_CAUSALITY) -> QueryResult:
     """Does every allowed execution satisfy ``condition``?
 
     Returned as the search for a counterexample: ``"unsat"`` means it always
@@ -194,20 +213,25 @@ def always(program: Program, condition: Condition, *, model: str = "ptx",
         negated: Condition = lambda enc: z3.Not(fn(enc))  # noqa: E731
     else:
         negated = z3.Not(condition if not isinstance(condition, bool) else z3.BoolVal(condition, program.sort.ctx))
-    return exists(program, negated, model=model, timeout_s=timeout_s, extra=extra)
+    return exists(program, negated, model=model, timeout_s=timeout_s, extra=extra, causality=causality)
 
 
 def outcomes(program: Program, terms: Mapping[str, Any], *, model: str = "ptx",
-             timeout_s: float | None = DEFAULT_TIMEOUT_S, limit: int = 10_000) -> OutcomeSet:
+             timeout_s: float | None = DEFAULT_TIMEOUT_S, limit: int = 10_000,
+             causality: str = DEFAULT_CAUSALITY, prune: bool = True) -> OutcomeSet:
     """Every tuple of values of ``terms`` (name -> z3 term) over allowed executions.
 
     ``timeout_s`` bounds the whole enumeration.
     """
     start = time.perf_counter()
     names = tuple(terms)
-    enc, solver = encode(program, model, timeout_s)
-    exprs = [_condition(enc, t) if callable(t) and not isinstance(t, z3.ExprRef) else t
+    enc, solver = encode(program, model, timeout_s, causality=causality, prune=prune)
+    done = len(enc.cons)
+    exprs = [_condition(enc, t) if callable(t) and not isinstance(t, z3.ExprRef) else enc.term(t)
              for t in terms.values()]
+    for t in exprs:
+        enc.finals_in(t)
+    _add_new(enc, solver, done)
     result = OutcomeSet(names=names)
     while True:
         if timeout_s is not None:
@@ -223,13 +247,13 @@ def outcomes(program: Program, terms: Mapping[str, Any], *, model: str = "ptx",
             result.complete, result.reason = False, reason
             break
         m = solver.model()
-        vals = tuple(enc._num(m, t) if not isinstance(t, z3.BoolRef)
+        vals = tuple(enc.num(m, t) if not isinstance(t, z3.BoolRef)
                      else z3.is_true(m.eval(t, model_completion=True)) for t in exprs)
         result.values.add(vals)
         if len(result.values) >= limit:
             result.complete, result.reason = False, f"limit of {limit} outcomes"
             break
-        solver.add(z3.Or([t != (program.const(v) if not isinstance(t, z3.BoolRef) else z3.BoolVal(v, enc.ctx))
+        solver.add(z3.Or([t != (enc.term(v) if not isinstance(t, z3.BoolRef) else z3.BoolVal(v, enc.ctx))
                           for t, v in zip(exprs, vals)], enc.ctx) if exprs else z3.BoolVal(False, enc.ctx))
     result.seconds = time.perf_counter() - start
     return result

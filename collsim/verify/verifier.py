@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import z3
 
@@ -35,10 +35,10 @@ from collsim.verify import cache as _cache
 from collsim.verify.instance import Bounds, VerifyInstance
 from collsim.verify.lower import lower_instance
 from collsim.verify.reference import reference_run
+from collsim.verify.models import encode
 from collsim.verify.properties import (
     PROPERTIES,
     PROPERTY_TITLES,
-    Execution,
     Query,
     data_race,
     hang,
@@ -49,7 +49,9 @@ from collsim.verify.properties import (
     torn,
 )
 from collsim.verify.report import Counterexample, build_counterexample
+from collsim.verify.instance import long_integer_text
 from collsim.verify.solver import raise_if_interrupted
+from collsim.verify.symmetry import anchored_at_rank0, rank_rotation
 
 __all__ = [
     "Bound",
@@ -62,6 +64,11 @@ __all__ = [
     "Summary",
     "FailedRun",
     "DEFAULT_TIMEOUT_S",
+    "ProblemSize",
+    "problem_size",
+    "estimate",
+    "LONG_UNKNOWNS",
+    "SLOW_UNKNOWNS",
 ]
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -309,110 +316,226 @@ def _status(result: z3.CheckSatResult) -> str:
     return "unknown"
 
 
-class _Checker:
-    """Runs the property queries of one lowered program, building every term in ``ctx``."""
+#: properties asked of executions in which every thread finishes (the others let polls be stuck)
+_FINISHING = ("stale-read", "torn-read", "data-race", "postcondition")
 
-    def __init__(self, low: VerifyInstance, bound: Bound, model: str, timeout: float, ctx: z3.Context) -> None:
+
+class _Checker:
+    """Answers every property query of one lowered instance on one solver, building every term in ``ctx``.
+
+    The instance carries the atomic groups of every assumption set a
+    verification needs (``lower_instance(recheck=True)``); one encoding
+    (liveness, inputs symbolic behind a ``concrete`` literal, each set's groups
+    behind a literal) serves the properties, the re-checks without each
+    assumption and the one without the data domain, each asked with
+    assumptions on one incremental solver, so what it learns on one query
+    serves the next. Where the instance is symmetric under renaming ranks
+    (:mod:`collsim.verify.symmetry`), only violations anchored at rank 0 are
+    looked for.
+    """
+
+    def __init__(self, low: VerifyInstance, model: str, timeout: float, ctx: z3.Context,
+                 progress: "Callable[[str], None] | None" = None) -> None:
         self.low = low
-        self.bound = bound
         self.model = model
         self.timeout = timeout
         self.ctx = ctx
+        self.progress = progress
         self.ref = reference_run(low)
+        self.enc = encode(low, model, liveness=True, symbolic_inputs=True, input_literal=True, group_literals=True,
+                          ctx=ctx)
+        self.solver = z3.SolverFor("QF_LIA", ctx=ctx)
+        self._added = 0
+        self.rotation = rank_rotation(low, self.ref) if self.ref.completed else None
+        self._queries: dict[str, Query | None] = {}
+        self._vacuous: dict[frozenset[str], str | None] = {}
+        self._unmodelled: list[tuple] = []
 
-    def _solve(self, ex: Execution, queries: list[Query], base_check: bool = True) -> dict[str, PropertyResult]:
-        out: dict[str, PropertyResult] = {}
+    # -- solving ------------------------------------------------------------------------
+    def _sync(self) -> None:
+        cons = self.enc.cons
+        for c in cons[self._added:]:
+            self.solver.add(c)
+        self._added = len(cons)
+
+    def _check(self, lits: list[Any]) -> Any:
+        self._sync()
+        self.solver.set("timeout", max(1, int(self.timeout * 1000)))
         start = time.perf_counter()
-        s = ex.solver(self.timeout)
-        build = time.perf_counter() - start
-        vacuous = None
-        if base_check:
-            t = time.perf_counter()
-            base = s.check()
-            if base == z3.unknown:
-                raise_if_interrupted(s, elapsed_s=time.perf_counter() - t, timeout_s=self.timeout)
-            if base != z3.sat:
-                vacuous = ("no execution in which every thread finishes exists within the bound (see hang)"
-                           if base == z3.unsat else f"solver gave up on the program itself: {s.reason_unknown()}")
-            build += time.perf_counter() - t
-        for q in queries:
-            t = time.perf_counter()
-            if vacuous is not None:
-                out[q.property] = PropertyResult(q.property, "unknown", self.bound, build, vacuous)
-                continue
-            if z3.is_false(q.formula):
-                out[q.property] = PropertyResult(q.property, "holds", self.bound, 0.0, note=q.note)
-                continue
-            try:
-                r = s.check(q.formula)
-            except z3.Z3Exception as exc:  # pragma: no cover - interrupted
-                raise_if_interrupted(s, exc)
-                out[q.property] = PropertyResult(q.property, "unknown", self.bound, time.perf_counter() - t,
-                                                 f"z3 error: {exc}")
-                continue
-            status = _status(r)
-            seconds = time.perf_counter() - t + build / max(1, len(queries))
-            reason = None
-            cex = None
-            if status == "unknown":  # Ctrl-C stopped z3: the command stops, no "unknown" verdict
-                raise_if_interrupted(s, elapsed_s=time.perf_counter() - t, timeout_s=self.timeout)
-                reason = s.reason_unknown() or "unknown"
-                if "timeout" in reason or "canceled" in reason:
-                    reason = f"timeout after {self.timeout:g} s"
-            elif status == "violated":
-                cex = build_counterexample(q, ex, s.model(), self.ref if self.ref.completed else None)
-            out[q.property] = PropertyResult(q.property, status, self.bound, seconds, reason, cex, q.note)
-        return out
+        try:
+            r = self.solver.check(*lits)
+        except z3.Z3Exception as exc:  # pragma: no cover - interrupted
+            raise_if_interrupted(self.solver, exc)
+            raise
+        if r == z3.unknown:  # Ctrl-C stopped z3: the command stops, no "unknown" verdict
+            raise_if_interrupted(self.solver, elapsed_s=time.perf_counter() - start, timeout_s=self.timeout)
+        return r
 
-    def run(self, props: Iterable[str], with_domain: bool = True) -> dict[str, PropertyResult]:
+    def _mode(self, sset: frozenset[str], finishing: bool, concrete: bool = True) -> list[Any]:
+        lits = [self.enc.assuming(sset)]
+        if concrete:
+            lits.append(self.enc.concrete)
+        if finishing:
+            lits.append(self.enc.finish)
+        return lits
+
+    def _vacuity(self, sset: frozenset[str]) -> str | None:
+        """Why no execution in which every thread finishes exists, or None: the reference run's reads-from, tried first, is one."""
+        if sset not in self._vacuous:
+            lits = self._mode(sset, True)
+            hints = [self.enc.rf_lit(None if w is None else self.low.events[w], self.low.events[r])
+                     for r, w in self.ref.rf.items()] if self.ref.completed else []
+            reason = None
+            if not hints or self._check(lits + hints) != z3.sat:
+                base = self._check(lits)
+                if base != z3.sat:
+                    reason = ("no execution in which every thread finishes exists within the bound (see hang)"
+                              if base == z3.unsat else f"solver gave up on the program itself: "
+                                                       f"{self.solver.reason_unknown()}")
+            self._vacuous[sset] = reason
+        return self._vacuous[sset]
+
+    # -- queries ------------------------------------------------------------------------
+    def _query(self, prop: str, with_domain: bool = True) -> Query | None:
+        key = prop if prop != "sentinel-collision" else f"{prop}/{with_domain}"
+        if key not in self._queries:
+            self._queries[key] = self._build_query(prop, with_domain)
+        return self._queries[key]
+
+    def _build_query(self, prop: str, with_domain: bool) -> Query | None:
+        enc, ref, low = self.enc, self.ref, self.low
+        if prop == "stale-read":
+            q = stale_or_early(enc, ref, "stale")
+            anchor = lambda d: [d["read"]]  # noqa: E731
+        elif prop == "early-overwrite":
+            q = stale_or_early(enc, ref, "early")
+            anchor = lambda d: [d["read"]]  # noqa: E731
+        elif prop == "torn-read":
+            q = torn(enc, ref)
+            anchor = lambda d: [low.rank_of(d["instr"].thread)]  # noqa: E731
+        elif prop == "data-race":
+            q = data_race(enc)
+            anchor = lambda d: [d["a"], d["b"]]  # noqa: E731
+        elif prop == "hang":
+            q = hang(enc)
+            anchor = lambda d: [low.rank_of(d["instr"].thread)]  # noqa: E731
+        elif prop == "postcondition":
+            q, self._unmodelled = postcondition(enc)
+            if self._unmodelled:
+                q.note = (f"{len(low.expected_outputs) - len(self._unmodelled)} of {len(low.expected_outputs)} "
+                          f"output elements modelled (shrunk lanes)")
+            anchor = lambda d: [d["output"][0]]  # noqa: E731
+        else:
+            q = sentinel_collision(enc, with_domain)
+            if with_domain and low.forbidden_word is not None:
+                q.note = "under the protocol's data-domain restriction"
+            anchor = lambda d: [d["write"]]  # noqa: E731
+        if self.rotation is not None:
+            kept = anchored_at_rank0(q.witnesses, anchor)
+            q.witnesses = kept
+            q.formula = q.restrict(enc, kept)
+        return q
+
+    def run(self, props: Iterable[str], sset: frozenset[str], bound: Bound,
+            with_domain: bool = True) -> dict[str, PropertyResult]:
         props = list(props)
         low = self.low
         results: dict[str, PropertyResult] = {}
         ref_ok = self.ref.completed
-        need_ref = [p for p in ("stale-read", "torn-read", "early-overwrite") if p in props]
         if not ref_ok:
             where = ", ".join(f"thread {t} at {label}" for t, label in self.ref.stuck[:3])
-            for p in need_ref:
-                results[p] = PropertyResult(p, "unknown", self.bound, 0.0,
-                                            f"the reference round-robin execution deadlocked ({where}), so the "
-                                            f"intended values are undefined")
-        term = []
-        ex = None
-        if any(p in props for p in ("stale-read", "torn-read", "data-race", "postcondition")):
-            ex = Execution(low, self.model, ctx=self.ctx)
-            if "stale-read" in props and ref_ok:
-                term.append(stale_or_early(ex, self.ref, "stale"))
-            if "torn-read" in props and ref_ok:
-                term.append(torn(ex, self.ref))
-            if "data-race" in props:
-                term.append(data_race(ex))
-            if "postcondition" in props:
-                q, unmodelled = postcondition(ex)
-                if unmodelled:
-                    q.note = (f"{len(low.expected_outputs) - len(unmodelled)} of {len(low.expected_outputs)} output "
-                              f"elements modelled (shrunk lanes)")
-                term.append(q)
-            results.update(self._solve(ex, term))
-        live = []
-        if "hang" in props or ("early-overwrite" in props and ref_ok):
-            lx = Execution(low, self.model, liveness=True, ctx=self.ctx)
-            if "hang" in props:
-                live.append(hang(lx))
-            if "early-overwrite" in props and ref_ok:
-                live.append(stale_or_early(lx, self.ref, "early"))
-            results.update(self._solve(lx, live, base_check=False))
-        if "sentinel-collision" in props:
-            polls = low.sentinel_polls
-            if not polls:
-                results["sentinel-collision"] = PropertyResult(
-                    "sentinel-collision", "holds", self.bound, 0.0, note="no poll compares data against a sentinel")
-            else:
-                cx = Execution(low, self.model, liveness=True, symbolic_inputs=True, ctx=self.ctx)
-                q = sentinel_collision(cx, with_domain)
-                if with_domain and low.forbidden_word is not None:
-                    q.note = "under the protocol's data-domain restriction"
-                results.update(self._solve(cx, [q], base_check=False))
+            for p in ("stale-read", "torn-read", "early-overwrite"):
+                if p in props:
+                    results[p] = PropertyResult(p, "unknown", bound, 0.0,
+                                                f"the reference round-robin execution deadlocked ({where}), so the "
+                                                f"intended values are undefined")
+        if "sentinel-collision" in props and not low.sentinel_polls:
+            results["sentinel-collision"] = PropertyResult(
+                "sentinel-collision", "holds", bound, 0.0, note="no poll compares data against a sentinel")
+        for prop in PROPERTIES:
+            if prop not in props or prop in results:
+                continue
+            start = time.perf_counter()
+            q = self._query(prop, with_domain)
+            finishing = prop in _FINISHING
+            if finishing:
+                vacuous = self._vacuity(sset)
+                if vacuous is not None:
+                    results[prop] = PropertyResult(prop, "unknown", bound, time.perf_counter() - start, vacuous)
+                    continue
+            if z3.is_false(q.formula):
+                results[prop] = PropertyResult(prop, "holds", bound, 0.0, note=q.note)
+                continue
+            if self.progress:
+                self.progress(f"  {PROPERTY_TITLES[prop]}: solving ({len(q.witnesses)} candidate violation(s))")
+            lits = self._mode(sset, finishing, concrete=prop != "sentinel-collision")
+            try:
+                r = self._check(lits + [q.formula])
+            except z3.Z3Exception as exc:  # pragma: no cover - interrupted
+                results[prop] = PropertyResult(prop, "unknown", bound, time.perf_counter() - start, f"z3 error: {exc}")
+                continue
+            status = _status(r)
+            reason = None
+            cex = None
+            if status == "unknown":
+                reason = self.solver.reason_unknown() or "unknown"
+                if "timeout" in reason or "canceled" in reason:
+                    reason = f"timeout after {self.timeout:g} s"
+            elif status == "violated":
+                cex = build_counterexample(q, self.enc, self.solver.model(), self.ref if ref_ok else None, sset)
+            results[prop] = PropertyResult(prop, status, bound, time.perf_counter() - start, reason, cex, q.note)
         return {p: results[p] for p in PROPERTIES if p in results}
+
+
+@dataclass(frozen=True)
+class ProblemSize:
+    """How large one verification's encoding is, counted on the lowered instance before any solving.
+
+    ``rf_choices`` is the number of (write, read) pairs at the same element (each read's initial value
+    included): the reads-from unknowns before the static analysis drops some; ``co_pairs`` the pairs of
+    writes to one element whose coherence order is unknown before solving. Their sum, ``unknowns``, is the
+    estimate the CLI reports and warns on (docs/PERFORMANCE.md relates it to measured times).
+    """
+
+    events: int
+    reads: int
+    writes: int
+    rf_choices: int
+    co_pairs: int
+
+    @property
+    def unknowns(self) -> int:
+        return self.rf_choices + self.co_pairs
+
+    def __str__(self) -> str:
+        return (f"{self.events} events, about {self.unknowns} unknowns ({self.rf_choices} reads-from choices, "
+                f"{self.co_pairs} coherence pairs)")
+
+
+#: Above this many unknowns a verification usually runs for more than a few seconds: the CLI shows the size.
+LONG_UNKNOWNS = 5_000
+#: Above this many unknowns no verification measured so far finished within a few minutes on a 2-core machine
+#: (the ring programs at 8 ranks x 3 launches, 44k-58k unknowns: simple ended unverified after 150 s of CPU,
+#: ll128 had not finished after more than 100 s); the CLI warns.
+SLOW_UNKNOWNS = 40_000
+
+
+def problem_size(low: VerifyInstance) -> ProblemSize:
+    """The :class:`ProblemSize` of a lowered instance (cheap: no encoding is built)."""
+    reads = [e for e in low.events if e.is_read]
+    writes = [e for e in low.events if e.is_write]
+    rf = sum(1 + len(low.writes_at(e.loc)) - (1 if e.is_write else 0) for e in reads)
+    co = 0
+    for loc in low.locs:
+        ws = low.writes_at(loc)
+        co += sum(1 for i, a in enumerate(ws) for b in ws[i + 1:] if a.thread != b.thread)
+    return ProblemSize(len(low.events), len(reads), len(writes), rf, co)
+
+
+def estimate(protocol: str | Protocol, algorithm: str | None = None, **kwargs: Any) -> ProblemSize:
+    """The :class:`ProblemSize` :func:`verify` with the same arguments would solve (lowers, never solves)."""
+    plan = _plan(protocol, algorithm, **{k: v for k, v in kwargs.items() if k not in ("timeout", "use_cache")})
+    return problem_size(plan.low)
 
 
 def _bound(low: VerifyInstance, bounds: Bounds, model: str, assumptions: tuple[str, ...], data_domain: bool) -> Bound:
@@ -463,7 +586,7 @@ def _plan(protocol: str | Protocol, algorithm: str | None, *, ranks: int | None 
     props = list(PROPERTIES) if properties is None else [normalize_property(p) for p in properties]
     bounds = _bounds_for(proto, ranks, iterations, lines, threads, max_lanes)
     expected = normalize_property(proto.expected_violation) if proto.expected_violation else None
-    low = lower_instance(proto, algorithm, bounds, active)
+    low = lower_instance(proto, algorithm, bounds, active, recheck=dependencies)
     key = _cache.cache_key({
         "protocol": list(proto.key), "algorithm": algorithm, "program": low.flat_signature, "bounds": repr(bounds),
         "model": model, "assumptions": list(active), "data_domain": repr(proto.data_domain), "properties": props,
@@ -488,6 +611,7 @@ def verify(
     dependencies: bool = True,
     properties: Iterable[str] | None = None,
     use_cache: bool = True,
+    progress: "Callable[[str], None] | None" = None,
 ) -> VerifyResult:
     """Check every property of ``protocol`` under ``algorithm`` (default: its first) at a bound.
 
@@ -503,6 +627,9 @@ def verify(
         Also re-check without each assumption and without the data-domain restriction.
     properties : names, optional
         A subset of :data:`~collsim.verify.properties.PROPERTIES`.
+    progress : callable, optional
+        Called with one line of text as the check goes: the :class:`ProblemSize` first, then each property
+        being solved and each re-check (the CLI shows it as a status line).
 
     Returns
     -------
@@ -524,8 +651,11 @@ def verify(
     # Z3's choice of counterexample depends on the terms its context already holds: a context of its own
     # makes a verdict and its counterexample independent of what this process solved before (serially, in
     # a pool worker or on a Dask worker alike).
-    results, deps = _check_all(proto, algorithm, bounds, low, model, active, domain, timeout, props,
-                               dependencies, z3.Context())
+    if progress:
+        progress(f"{proto.name} ({algorithm}) at {bounds.ranks}x{bounds.iterations}: {problem_size(low)}")
+    with long_integer_text():
+        results, deps = _check_all(proto, algorithm, bounds, low, model, active, domain, timeout, props,
+                                   dependencies, z3.Context(), progress)
     result = VerifyResult(proto.name, algorithm, model, _bound(low, bounds, model, active, domain), results, deps,
                           time.perf_counter() - start, expected)
     if use_cache:
@@ -535,27 +665,32 @@ def verify(
 
 def _check_all(proto: Protocol, algorithm: str, bounds: Bounds, low: VerifyInstance, model: str,
                active: tuple[str, ...], domain: bool, timeout: float, props: list[str], dependencies: bool,
-               ctx: z3.Context
+               ctx: z3.Context, progress: "Callable[[str], None] | None" = None
                ) -> tuple[dict[str, PropertyResult], list[Dependency]]:
     """The properties under ``active``, and (with ``dependencies``) without each assumption and the data domain.
 
-    Every term is built, and every query solved, in ``ctx``.
+    ``low`` carries the atomic groups of every set of assumptions asked
+    (``lower_instance(..., recheck=True)``). Every term is built, and every
+    query solved, in ``ctx``, on one solver.
     """
-    bound = _bound(low, bounds, model, active, domain)
-    results = _Checker(low, bound, model, timeout, ctx).run(props)
+    checker = _Checker(low, model, timeout, ctx, progress)
+    full = frozenset(active)
+    results = checker.run(props, full, _bound(low, bounds, model, active, domain))
     deps: list[Dependency] = []
     if dependencies:
         dep_props = [p for p in props if p != "sentinel-collision"]
         for a in active:
             rest = tuple(x for x in active if x != a)
-            low2 = lower_instance(proto, algorithm, bounds, rest)
-            b2 = _bound(low2, bounds, model, rest, domain)
-            res2 = _Checker(low2, b2, model, timeout, ctx).run(dep_props)
+            if progress:
+                progress(f"re-checking without {a}")
+            res2 = checker.run(dep_props, frozenset(rest), _bound(low, bounds, model, rest, domain))
             deps.append(Dependency(a, "assumption", {p: r for p, r in res2.items() if not r.holds},
                                    get_assumption(a).statement))
         if domain and "sentinel-collision" in props and low.sentinel_polls:
-            b2 = _bound(low, bounds, model, active, False)
-            res2 = _Checker(low, b2, model, timeout, ctx).run(["sentinel-collision"], with_domain=False)
+            if progress:
+                progress("re-checking without the data domain")
+            res2 = checker.run(["sentinel-collision"], full, _bound(low, bounds, model, active, False),
+                               with_domain=False)
             deps.append(Dependency(DATA_DOMAIN, "data-domain", {p: r for p, r in res2.items() if not r.holds},
                                    proto.data_domain.statement))
     return results, deps

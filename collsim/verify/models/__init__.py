@@ -1,37 +1,53 @@
-"""Memory models: ``sc`` (sequential consistency) and ``ptx`` (PTX ISA, generic proxy).
+"""The memory models, ``ptx`` (PTX ISA, generic proxy) and ``sc``, over the one event form.
 
-A :class:`MemoryModel` has a ``name`` and ``encode(program, solver) ->
-Encoding``; see :mod:`collsim.verify.models.base` for the encoding API.
-(Performance models, which cost a configuration, are :mod:`collsim.models`.)
+One model, several encodings chosen by option (as Dat3M selects encodings):
+:func:`encode` builds the :class:`Encoding` of a
+:class:`~collsim.verify.events.Program` under a model with a causality
+strategy (:data:`CAUSALITY`: ``vector-clock`` by default, ``relational`` the
+direct transcription). The protocol verifier and the litmus runner both call
+it. (Performance models, which cost a configuration, are :mod:`collsim.models`.)
 
 Examples
 --------
->>> memory_model("ptx").name, sorted(MEMORY_MODELS)
-('ptx', ['ptx', 'sc'])
+>>> sorted(MEMORY_MODELS), sorted(CAUSALITY)
+(['ptx', 'sc'], ['relational', 'vector-clock'])
 """
 from __future__ import annotations
 
+from typing import Any
+
+import z3
+
 from collsim.errors import InputError
-from collsim.verify.models.base import Encoding, MemoryModel, Witness
-from collsim.verify.models.ptx import PTXEncoding, PTXModel
-from collsim.verify.models.sc import SCEncoding, SCModel
+from collsim.verify.events import Program
+from collsim.verify.models.causality import CAUSALITY, Relational, VectorClocks
+from collsim.verify.models.encoding import Encoding
+from collsim.verify.models.ptx import PTXEncoding
+from collsim.verify.models.sc import SCEncoding
+from collsim.verify.models.witness import Witness
 
-__all__ = ["MEMORY_MODELS", "memory_model", "MemoryModel", "Encoding", "Witness", "PTXModel", "SCModel",
-           "PTXEncoding", "SCEncoding"]
+__all__ = ["MEMORY_MODELS", "CAUSALITY", "DEFAULT_CAUSALITY", "encode", "check_model", "Encoding", "PTXEncoding",
+           "SCEncoding", "VectorClocks", "Relational", "Witness"]
 
-#: name -> memory model class
-MEMORY_MODELS: dict[str, type[MemoryModel]] = {"ptx": PTXModel, "sc": SCModel}
+#: name -> encoding class of the model
+MEMORY_MODELS: dict[str, type[Encoding]] = {"ptx": PTXEncoding, "sc": SCEncoding}
+DEFAULT_CAUSALITY = VectorClocks.name
 
 
-def memory_model(name: str) -> MemoryModel:
-    """The memory model called ``name`` (``ptx`` or ``sc``).
+def check_model(name: str, field: str = "model") -> str:
+    """``name`` if it names a memory model, else an :class:`InputError` listing the valid ones."""
+    if name not in MEMORY_MODELS:
+        raise InputError(f"unknown memory model '{name}'", field=field, choices=sorted(MEMORY_MODELS))
+    return name
 
-    Raises
-    ------
-    InputError
-        For any other name, listing the valid ones.
+
+def encode(program: Program, model: str = "ptx", *, causality: str = DEFAULT_CAUSALITY, liveness: bool = False,
+           symbolic_inputs: bool = False, ctx: z3.Context | None = None, group_literals: bool = False,
+           input_literal: bool = False, prune: bool = True) -> Encoding:
+    """The executions of ``program`` under ``model`` (``ptx`` or ``sc``), encoded with ``causality``.
+
+    See :class:`~collsim.verify.models.encoding.Encoding` for the options.
     """
-    try:
-        return MEMORY_MODELS[name]()
-    except KeyError:
-        raise InputError(f"unknown memory model '{name}'", field="model", choices=sorted(MEMORY_MODELS)) from None
+    cls: Any = MEMORY_MODELS[check_model(model)]
+    return cls(program, causality=causality, liveness=liveness, symbolic_inputs=symbolic_inputs, ctx=ctx,
+               group_literals=group_literals, input_literal=input_literal, prune=prune)

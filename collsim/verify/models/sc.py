@@ -1,82 +1,98 @@
-"""Sequential consistency: one total order of all events that respects program order.
+"""Sequential consistency over element events: one total order that respects program order.
 
-Every memory event gets an integer position ``pos[eid]``; positions of memory
-events are distinct, program order is increasing position, and a read reads
-the last write to its location placed before it (an RMW reads and writes at
-one position, so it is atomic). Fences are no-ops. A barrier that
-synchronises with another is placed no later than it, so what precedes the
-first precedes what follows the second. Coherence order is position order;
-the final value of a location is that of its last write.
+Every event gets an integer clock; instructions of a thread are ordered (the
+elements of one vector access stay unordered among themselves), a read reads
+from the last write to its location before it, coherence order is clock
+order, an RMW reads and writes at one point, and a barrier that
+synchronises with another is placed no later than it. Fences are no-ops.
+Base causality (for the data-race property) is program order and
+synchronisation of morally strong accesses through reads-from and barriers.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import z3
 
-from collsim.verify.events import Program
-from collsim.verify.models.base import INIT_PREFIX, Encoding, MemoryModel, conj, implies
+from collsim.verify.events import Event, EventKind
+from collsim.verify.models.ptx import PTXEncoding
 
-__all__ = ["SCModel", "SCEncoding"]
+__all__ = ["SCEncoding"]
 
 
-class SCEncoding(Encoding):
-    model_name = "sc"
+class SCEncoding(PTXEncoding):
+    """Sequential consistency (Lamport); shares moral strength and observation with PTX for its data races."""
 
-    def __init__(self, program: Program, solver: z3.Solver) -> None:
-        super().__init__(program, solver)
-        self.pos = {e.eid: self.int(f"pos[{e.eid}]") for e in self.events}
-        self._order()
-        self._reads_latest()
-        self._barriers()
-        self._finals()
+    model = "sc"
 
-    def position(self, eid: str) -> z3.ArithRef:
-        if eid.startswith(INIT_PREFIX):
-            return z3.IntVal(-1, self.ctx)
-        return self.pos[eid]
+    def must_order(self, a: Event, b: Event) -> bool:
+        return True
 
-    def _order(self) -> None:
-        for t in self.program.threads:
-            evs = self.thread_events(t)
-            for a, b in zip(evs, evs[1:]):
-                self.add(self.pos[a.eid] < self.pos[b.eid])
-        mem = [self.pos[e.eid] for e in self.events if e.is_memory]
-        for e in self.events:
-            self.add(self.pos[e.eid] >= 0)
-        if len(mem) > 1:
-            self.add(z3.Distinct(mem))
-
-    def _reads_latest(self) -> None:
-        for r in self.events:
+    def _build_location_axioms(self) -> None:
+        clk = {e.id: z3.Int(f"sc_{e.id}", ctx=self.ctx) for e in self.ev}
+        self.sc_clock = clk
+        for thread in self.program.threads:
+            prev: list[Event] = []
+            for instr in thread:
+                for a in prev:
+                    for b in instr.events:
+                        self.cons.append(clk[a.id] < clk[b.id])
+                prev = instr.events or prev
+        for r in self.ev:
             if not r.is_read:
                 continue
-            others = self.writes_to(r.loc, with_init=False)  # type: ignore[arg-type]
-            for w, v in self.rf_vars(r.eid).items():
-                later = [implies(self._wr(o), z3.Or(self.position(o) < self.position(w),
-                                                       self.position(o) > self.pos[r.eid]))
-                         for o in others if o != w and o != r.eid]
-                self.add(implies(v, conj(self.position(w) < self.pos[r.eid], *later)))
+            for w in self.cands[r.id]:
+                if w is not None:
+                    self.cons.append(z3.Implies(self.rf_lit(w, r), clk[w.id] < clk[r.id]))
+            for cond, w in self.fr_pairs(r):
+                self.cons.append(z3.Implies(cond, clk[r.id] < clk[w.id]))
+        for loc in self.program.locs:
+            ws = self.program.writes_at(loc)
+            for a in ws:
+                for b in ws:
+                    if a.id != b.id:
+                        self.cons.append(z3.Implies(z3.And(self.co_lit(a, b), self.wr(a), self.wr(b)),
+                                                    clk[a.id] < clk[b.id]))
+        for z in self.ev:
+            if z.kind is not EventKind.RMW:
+                continue
+            ws = self.program.writes_at(z.loc)
+            for w in self.cands[z.id]:
+                lit = self.rf_lit(w, z)
+                if w is not None:
+                    self.cons.append(z3.Implies(lit, self.co_lit(w, z)))
+                for other in ws:
+                    if other.id == z.id or (w is not None and other.id == w.id):
+                        continue
+                    self.cons.append(z3.Implies(z3.And(lit, self.wr(other)),
+                                                z3.Not(z3.And(self.co_lit(w, other), self.co_lit(other, z)))))
 
-    def _barriers(self) -> None:
-        for (b1, b2), cond in self.bar_sync_edges().items():
-            self.add(implies(cond, self.pos[b1] <= self.pos[b2]))
+    def _build_sync(self) -> None:
+        self._build_observation()
+        self._fsc = []
+        for r in self.ev:
+            if not (r.is_read and r.strong):
+                continue
+            for w in self.cands[r.id]:
+                if w is not None and w.strong and w.thread != r.thread:
+                    self.edge(w, r, self.obs(w, r))
 
-    def _co(self, a: str, b: str):
-        if a == b or b.startswith(INIT_PREFIX):
-            return False
-        return conj(self._wr(a), self._wr(b), self.position(a) < self.position(b))
+    def _build_causality(self) -> None:
+        super()._build_causality()
+        for a, b, cond in self.bar_edges:
+            self.cons.append(z3.Implies(cond, self.sc_clock[a.id] <= self.sc_clock[b.id]))
 
-    def _finals(self) -> None:
-        for loc in self.locations:
-            ws = self.writes_to(loc)
-            fin = self.program.final_var(loc)
-            for w in ws:
-                last = conj(self._wr(w), *[implies(self._wr(o), self.position(o) < self.position(w))
-                                              for o in ws if o != w])
-                self.add(implies(last, fin == self.written_value(w)))
+    def cause(self, a: Event, b: Event) -> Any:
+        """Base causality, and observation; po-loc: a strong write observed by a read orders the same thread's
+        later accesses of that element after it (SC is SC-per-location too; the clocks of a vector access alone
+        miss it when the write's instruction has other elements)."""
+        terms = [self.hb(a, b)]
+        if a.is_write and a.strong and b.is_mem and b.loc == a.loc:
+            for z in self.program.reads_at(a.loc):
+                if z.thread == b.thread and z.instr < b.instr and z.id != a.id:
+                    terms.append(self.obs(a, z))
+        terms = [t for t in terms if not z3.is_false(t)]
+        return z3.Or(terms, self.ctx) if len(terms) > 1 else (terms[0] if terms else self.false())
 
-
-class SCModel(MemoryModel):
-    """Sequential consistency (Lamport)."""
-
-    name = "sc"
-    encoding = SCEncoding
+    def _build_causality_axioms(self) -> None:
+        """SC's clock order is the whole model: no causality axioms."""
