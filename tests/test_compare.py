@@ -147,3 +147,25 @@ def test_cli_bad_inputs_exit_2_with_one_line(files, tmp_path, collsim_cli):
         assert code == 2, (argv, err)
         lines = err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("collsim: error: "), err
+
+
+def test_single_gpu_rows_of_an_emitted_harness_are_not_joined(sim_frame, files, tmp_path, collsim_cli):
+    # An emitted harness on a machine with fewer GPUs than ranks runs every rank on one GPU: its times are on-chip
+    # cost, so joining them with an 8-GPU simulation would report the interconnect's cost as model error.
+    rows = [{**MEASURED[2], "gpu_mode": "multi-gpu"}, {**MEASURED[0], "gpu_mode": "single-gpu"}]
+    result = compare(sim_frame, _measured(rows))
+    assert set(result.rows["line"]) == {3}
+    with pytest.raises(InputError, match="every rank on one GPU"):
+        compare(sim_frame, _measured([{**MEASURED[0], "gpu_mode": "single-gpu"}]))
+    sim, _ = files
+    single = tmp_path / "single.csv"
+    pd.DataFrame([{"source": "collsim-emit", "source_format": "collsim-csv", "gpu": "NVIDIA H100 80GB HBM3",
+                   "ranks": 8, "collective": "allreduce", "algorithm": "ring", "protocol": "ll", "launch": "graph",
+                   "size_bytes": 1024, "time_us": 3.0, "gpu_mode": "single-gpu"}]).to_csv(single, index=False)
+    code, _, err = collsim_cli("compare", sim, single)
+    assert code == 2
+    assert "single.csv:2: 1 row(s) measured with every rank on one GPU" in err
+    assert err.strip().splitlines()[-1].startswith("collsim: error: ") and "--mode multi" in err
+    code, out, err = collsim_cli("compare", sim, single, "--single-gpu", "--json")
+    assert code == 0, err
+    assert json.loads(out)["pairs"] == 1

@@ -34,7 +34,7 @@ from collsim.calibrate.mapping import (
     launch_of,
     measured_time_us,
 )
-from collsim.calibrate.measurements import usable
+from collsim.calibrate.measurements import single_gpu_rows, usable
 from collsim.errors import InputError
 from collsim.resultsfile import load_results
 
@@ -146,10 +146,13 @@ def compare(
     simulated_source: str = "simulated",
     measured_source: str = "measured",
     topology: str | None = None,
+    single_gpu: bool = False,
 ) -> Comparison:
     """Join ``simulated`` (a results table, ``collsim.resultsfile.COLUMNS``) with ``measured`` (a measurement table).
 
-    Rows flagged ``wrong`` are left out of ``measured`` first.
+    Rows flagged ``wrong``, and unless ``single_gpu`` rows an emitted harness
+    measured with every rank on one GPU (``gpu_mode`` ``single-gpu``: on-chip
+    cost only), are left out of ``measured`` first.
 
     Raises
     ------
@@ -157,7 +160,7 @@ def compare(
         When no measured row joins any simulated row; the message names the
         measured file and says which keys differ.
     """
-    good = usable(measured).reset_index(drop=True)
+    good = usable(measured, include_single_gpu=single_gpu).reset_index(drop=True)
     keys = measured_keys(good, topology)
     sim = simulated.reset_index(drop=True)
     sim_gpu = sim["gpu"].astype(str)
@@ -204,7 +207,13 @@ def compare(
             f"algorithm {_describe(sim['algorithm'])}, protocol {_describe(sim['protocol'])}"
         )
         if len(keys) == 0:
-            why = "it has no usable rows (all flagged wrong?)"
+            single = single_gpu_rows(measured)
+            why = (
+                f"its {single} row(s) were measured with every rank on one GPU (gpu_mode single-gpu): they time "
+                "on-chip cost, not the interconnect; measure with collsim_bench --mode multi on one GPU per rank "
+                "(single_gpu=True joins them anyway)"
+                if single and single == len(measured) else "it has no usable rows (all flagged wrong?)"
+            )
         raise InputError(f"nothing joins: no measured row matches a simulated row ({why})", file=measured_source)
     rows = pd.DataFrame(pairs, columns=list(ROW_COLUMNS))
     group_keys = ["family", "topology", "ranks", "algorithm", "protocol", "launch"]

@@ -53,6 +53,8 @@ __all__ = [
     "empty_table",
     "normalize",
     "usable",
+    "single_gpu_rows",
+    "SINGLE_GPU_MODE",
     "write_measurements",
 ]
 
@@ -312,14 +314,33 @@ def normalize(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+#: The ``gpu_mode`` an emitted harness writes when every rank shares one GPU.
+SINGLE_GPU_MODE = "single-gpu"
+
+
+def single_gpu_rows(df: pd.DataFrame) -> int:
+    """How many rows of ``df`` were measured with every rank on one GPU.
+
+    Examples
+    --------
+    >>> single_gpu_rows(pd.DataFrame({"gpu_mode": ["single-gpu", "", None]}))
+    1
+    """
+    if "gpu_mode" not in df.columns:
+        return 0
+    return int((df["gpu_mode"].fillna("").astype(str).str.strip().str.lower() == SINGLE_GPU_MODE).sum())
+
+
 def usable(
     df: pd.DataFrame,
     *,
     include_wrong: bool = False,
     include_truncated: bool = True,
     include_derived: bool = True,
+    include_single_gpu: bool = False,
 ) -> pd.DataFrame:
-    """Rows fit to feed a model: by default everything except ``wrong`` rows.
+    """Rows fit to feed a model: by default everything except ``wrong`` rows
+    and rows an emitted harness measured in ``single-gpu`` mode.
 
     Parameters
     ----------
@@ -330,6 +351,16 @@ def usable(
         real measurements, the run just did not finish).
     include_derived : bool
         Keep rows whose time was computed from a bandwidth.
+    include_single_gpu : bool
+        Keep rows whose ``gpu_mode`` is ``single-gpu``: the emitted harness ran
+        every rank on one GPU, so the time is on-chip cost (L2, SM issue), not
+        the interconnect a topology's simulation charges.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"time_us": [5.0, 3.0], "gpu_mode": ["multi-gpu", "single-gpu"]})
+    >>> len(usable(df)), len(usable(df, include_single_gpu=True))
+    (1, 2)
     """
     keep = pd.Series(True, index=df.index)
     if not include_wrong and "wrong" in df.columns:
@@ -338,6 +369,8 @@ def usable(
         keep &= ~df["truncated"].fillna(False).astype(bool)
     if not include_derived and "time_derived" in df.columns:
         keep &= ~df["time_derived"].fillna(False).astype(bool)
+    if not include_single_gpu and "gpu_mode" in df.columns:
+        keep &= df["gpu_mode"].fillna("").astype(str).str.strip().str.lower() != SINGLE_GPU_MODE
     return df[keep]
 
 

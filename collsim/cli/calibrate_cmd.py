@@ -97,14 +97,14 @@ def _console(stderr: bool = False):
     return console
 
 
-def _read_measured(paths: list[Path], topology: str | None = None):
-    """Every input read into one table (warnings printed), rows flagged wrong dropped."""
+def _read_measured(paths: list[Path], topology: str | None = None, *, single_gpu: bool = False):
+    """Every input read into one table (warnings printed), rows flagged wrong or measured on one GPU dropped."""
     import warnings
 
     import pandas as pd
 
     from collsim.calibrate.ingest import IngestWarning, read_measurements  # lazy: start-up
-    from collsim.calibrate.measurements import normalize, usable  # lazy: start-up
+    from collsim.calibrate.measurements import normalize, single_gpu_rows, usable  # lazy: start-up
 
     frames = []
     for path in paths:
@@ -118,7 +118,14 @@ def _read_measured(paths: list[Path], topology: str | None = None):
         else frames[0]
     if topology:
         table.loc[(table["topology"] == "") & (table["gpu"] == ""), "topology"] = topology
-    return usable(table).reset_index(drop=True)
+    kept = usable(table, include_single_gpu=single_gpu).reset_index(drop=True)
+    if len(table) and not len(kept) and single_gpu_rows(table) == len(table):
+        raise InputError(
+            f"all {len(table)} row(s) were measured with every rank on one GPU (gpu_mode single-gpu): they time "
+            "on-chip cost, not the interconnect; measure with collsim_bench --mode multi on one GPU per rank",
+            file=str(paths[0]),
+        )
+    return kept
 
 
 def _pct(value: float) -> str:
@@ -146,6 +153,9 @@ def compare_cmd(
     topology: Optional[str] = typer.Option(None, "--topology", help="Topology of measured rows that name no GPU."),
     rows_shown: bool = typer.Option(True, "--rows/--no-rows", help="Print the per-row table (default) or only "
                                     "the per-group one."),
+    single_gpu: bool = typer.Option(False, "--single-gpu", help="Also join rows an emitted harness measured with "
+                                    "every rank on one GPU (gpu_mode single-gpu): their error is then the share of "
+                                    "the simulated time that is interconnect, not model error."),
 ) -> None:
     """Compare simulated latencies with measured ones: per-row and per-group % error.
 
@@ -158,9 +168,10 @@ def compare_cmd(
     if html is not None:
         check_report_path(html, field="--html")
     sim, meta = load_simulated(simulated)
-    table = _read_measured(measured, topology)
+    table = _read_measured(measured, topology, single_gpu=single_gpu)
     names = ", ".join(str(p) for p in measured)
-    result = compare(sim, table, simulated_source=str(simulated), measured_source=names, topology=topology)
+    result = compare(sim, table, simulated_source=str(simulated), measured_source=names, topology=topology,
+                     single_gpu=single_gpu)
     if html is not None:
         from collsim.report import write_report  # lazy: start-up
 

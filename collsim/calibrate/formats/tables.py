@@ -23,6 +23,7 @@ from typing import Any
 
 from collsim.calibrate.formats.common import collective_from_filename, implied_time_unit
 from collsim.calibrate.measurements import (
+    SINGLE_GPU_MODE,
     MEASUREMENT_COLUMNS,
     canonical_algorithm,
     canonical_collective,
@@ -183,6 +184,11 @@ def parse_collsim_csv(text: str, path: str) -> tuple[list[dict[str, Any]], dict[
         shown = ", ".join(flagged[:10]) + (", …" if len(flagged) > 10 else "")
         warnings.append(f"{path}:{flagged[0]}: {len(flagged)} row(s) flagged wrong (lines {shown}): "
                         "excluded by default")
+    single = [str(r["_csv_line"]) for r in rows if str(r.get("gpu_mode") or "").strip().lower() == SINGLE_GPU_MODE]
+    if single:
+        warnings.append(f"{path}:{single[0]}: {len(single)} row(s) measured with every rank on one GPU "
+                        "(gpu_mode single-gpu): on-chip cost, not the interconnect; left out of calibrate, "
+                        "validate and compare (compare --single-gpu joins them)")
     _check_units(rows, path)
     extra = [n for n in names if n not in MEASUREMENT_COLUMNS]
     meta = {
