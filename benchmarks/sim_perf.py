@@ -37,6 +37,11 @@ be put in proportion. Further modes, each also printing the reference loop:
     shipped protocol and algorithm at 8 and 72 ranks, 1 MiB: CPU ms of each,
     their events, and whether latency, breakdown and every rank's end are
     identical.
+``--by-name``
+    ``collsim.simulate(topology="gb200-nvl72", ranks=72, ...)`` against the same call with a loaded
+    ``Topology``, for ll one-shot, simple two-shot and ll128 ring at three sizes (the kernel cache
+    cleared before each call, so both simulate): the preset is built once per process, so the name
+    should cost at most 1.5x the object.
 ``--profile PROTOCOL,ALGORITHM,RANKS,SIZE[,TOPOLOGY]``
     pyinstrument's call tree of one simulation (after one untimed warm-up
     run); needs ``pip install -e '.[bench]'``.
@@ -75,7 +80,7 @@ from collsim.ir.registry import load_protocol  # noqa: E402
 from collsim.models import get_model, simulate  # noqa: E402
 from collsim.results import expand_rows  # noqa: E402
 from collsim.scenario import load_scenario  # noqa: E402
-from collsim.sim.model import SIMULATED_ITER, program_for  # noqa: E402
+from collsim.sim.model import SIMULATED_ITER, forget_kernels, program_for  # noqa: E402
 from collsim.topology import load_topology  # noqa: E402
 from collsim.units import format_size, parse_size  # noqa: E402
 from reference import reference_loop_s  # noqa: E402 - benchmarks/, the script's own directory
@@ -115,6 +120,7 @@ def run_one(protocol: str, algorithm: str, ranks: int, size: int, topology: str 
     name = topology or SYSTEMS[ranks]
     if name not in _TOPOLOGIES:
         _TOPOLOGIES[name] = load_topology(name)
+    forget_kernels()  # a repeated request would otherwise get the kernel simulated before
     return simulate(_TOPOLOGIES[name], ranks=ranks, algorithm=algorithm, protocol=load_protocol(protocol),
                     size_bytes=size, model="des")
 
@@ -342,6 +348,28 @@ def memory_peaks(max_rows: int | None) -> None:
               f"{m['peak']:.1f} | {m['cpu']:.2f} |")
 
 
+# --- --by-name ---------------------------------------------------------------------------------------------------
+
+def by_name(repeats: int) -> None:
+    topo = load_topology("gb200-nvl72")
+    print("\n72-rank simulate() by preset name against a loaded Topology (CPU ms, fastest of three sizes x "
+          f"{repeats}):")
+    print("| protocol | algorithm | by name | Topology | ratio |")
+    print("|---|---|---:|---:|---:|")
+    for protocol, algorithm in (("ll", "one-shot"), ("simple", "two-shot"), ("ll128", "ring")):
+        simulate(topo, ranks=72, algorithm=algorithm, protocol=protocol, size_bytes=1024)
+        best = {"name": float("inf"), "object": float("inf")}
+        for _ in range(repeats):
+            for label, spec in (("name", "gb200-nvl72"), ("object", topo)):
+                for size in (8 << 10, 16 << 10, 32 << 10):
+                    forget_kernels()
+                    start = time.process_time()
+                    simulate(spec, ranks=72, algorithm=algorithm, protocol=protocol, size_bytes=size + 8)
+                    best[label] = min(best[label], time.process_time() - start)
+        print(f"| {protocol} | {algorithm} | {best['name'] * 1e3:.1f} | {best['object'] * 1e3:.1f} | "
+              f"{best['name'] / best['object']:.2f}x |")
+
+
 # --- --profile ---------------------------------------------------------------------------------------------------
 
 def profile(spec: str) -> int:
@@ -380,6 +408,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="collsim against a bare SimPy loop, with totals over SCENARIO (default 8gpu)")
     parser.add_argument("--memory", action="store_true", help="peak memory of one 72-rank simulation and one 8gpu pass")
     parser.add_argument("--symmetry", action="store_true", help="full simulation against rank 0 alone")
+    parser.add_argument("--by-name", action="store_true", help="72-rank simulate() by preset name against a Topology")
     parser.add_argument("--profile", metavar="PROTOCOL,ALGORITHM,RANKS,SIZE[,TOPOLOGY]",
                         help="pyinstrument profile of one simulation")
     parser.add_argument("--repeats", type=int, default=3,
@@ -394,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
         memory_child(args.memory_child, args.max_rows)
         return 0
     ranks_list = args.ranks or sorted(SYSTEMS)
-    modes = args.sizes or args.engine or args.memory or args.profile or args.symmetry
+    modes = args.sizes or args.engine or args.memory or args.profile or args.symmetry or args.by_name
     scenarios = args.scenarios or ([] if modes else ["scenarios/8gpu.yaml", "scenarios/nvl72.yaml"])
     status = 0
     print(f"{time.strftime('%Y-%m-%d')}, Python {platform.python_version()}, SimPy {simpy.__version__}, "
@@ -411,6 +440,8 @@ def main(argv: list[str] | None = None) -> int:
         memory_peaks(args.max_rows)
     if args.symmetry:
         symmetry_gain(ranks_list, args.repeats)
+    if args.by_name:
+        by_name(args.repeats)
     if args.profile:
         status = profile(args.profile)
     print(f"\nreference loop again: {reference_loop_s():.2f} s")

@@ -65,9 +65,13 @@ __all__ = [
     "topologies_for",
 ]
 
-#: ``eager``: every collective is a kernel launch and pays its overhead;
-#: ``graph``: CUDA-graph steady state, launch overhead hidden.
-LAUNCH_MODES: tuple[str, ...] = ("eager", "graph")
+#: How a collective is launched and timed (the measurement harness): ``graph``: CUDA-graph steady state;
+#: ``eager``: back-to-back launches on a stream (nccl-tests without -G), each overlapping the running kernel;
+#: ``host-loop``: back-to-back calls timed on the host (launches overlap the same way); ``events``: one call
+#: between two CUDA events with its launch hidden (kraken-style benchmarks); ``single-call``: one call on an
+#: idle stream between two CUDA events, its launch inside the interval. The des model says what each adds
+#: to the kernel (collsim.sim.model.harness_us).
+LAUNCH_MODES: tuple[str, ...] = ("eager", "graph", "host-loop", "events", "single-call")
 
 #: Element size in bytes of every dtype collsim knows (nccl-tests' names).
 DTYPES: dict[str, int] = {
@@ -315,7 +319,7 @@ class RunConfig(BaseModel):
     algorithm : str
         ``one-shot``, ``two-shot`` or ``ring``.
     launch : str
-        ``eager`` or ``graph``.
+        One of :data:`LAUNCH_MODES` (the measurement harness).
     dtype, op : str
         Element type and reduction operator.
     ranks : int

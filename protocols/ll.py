@@ -38,6 +38,9 @@ class FlaggedLines(Protocol):
                    lines=ceil_div(nbytes, self.data_layout.data_bytes))
 
     def exchange(self, b: ProgramBuilder, ex: Exchange) -> None:
+        if ex.forward and not ex.over_peers and not ex.lockstep:
+            self._forward(b, ex)
+            return
         seq, depth = ex.seq, self.params["depth"]
 
         def send(builder: ProgramBuilder, s: Send) -> None:
@@ -54,6 +57,25 @@ class FlaggedLines(Protocol):
                 return_credit(builder, r.frm, seq, sem=Sem.VOLATILE)
 
         self.sends_then_recvs(b, ex, send, recv)
+
+    def _forward(self, b: ProgramBuilder, ex: Exchange) -> None:
+        """A ring step that receives, reduces (``ex.consume``) and sends on, in NCCL's order
+        (recvReduceSend, src/device/prims_ll.h): poll the lines, wait for the next rank's credit, reduce,
+        store the result, and only then return the credit of the slot read (the data is in registers)."""
+        seq, rseq, depth = ex.seq, ex.recv_seq, self.params["depth"]
+        for r in ex.recvs:
+            b.emit(PollUntil(self._slot(RANK, r.frm, rseq, r.nbytes), Equals(self.epoch(rseq)), Sem.VOLATILE,
+                             Scope.SYS, into=r.into, into_offset=r.into_offset, label="poll_lines"))
+        for s in ex.sends:
+            wait_credit(b, s.to, seq, depth, slack=self.params["credit_slack"], sem=Sem.VOLATILE)
+        for r in ex.recvs:
+            if ex.consume is not None:
+                ex.consume(b, r)
+        for s in ex.sends:
+            b.emit(Store(self._slot(s.to, RANK, seq, s.nbytes), s.data, Sem.VOLATILE, Scope.SYS,
+                         flag=self.epoch(seq), label="store_lines"))
+        for r in ex.recvs:
+            return_credit(b, r.frm, rseq, sem=Sem.VOLATILE)
 
 
 class LL(FlaggedLines):

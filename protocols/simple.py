@@ -43,6 +43,9 @@ class Simple(Protocol):
                    lines=ceil_div(nbytes, LAYOUT.data_bytes))
 
     def exchange(self, b: ProgramBuilder, ex: Exchange) -> None:
+        if ex.forward and not ex.over_peers and not ex.lockstep:
+            self._forward(b, ex)
+            return
         seq, depth = ex.seq, self.params["depth"]
 
         def send_data(builder: ProgramBuilder, s: Send) -> None:
@@ -68,7 +71,7 @@ class Simple(Protocol):
         data_only = Exchange(ex.phase, ex.phases_per_iter, ex.sends, (), ex.over_peers, ex.lockstep)
         self.sends_then_recvs(b, data_only, send_data, lambda *_: None)
         b.emit(SyncGroup(label="sync_data_written"))
-        if self.params["fence"]:
+        if self.params["fence"] and ex.sends:  # an exchange that only receives has no data to publish
             b.emit(Fence(FenceKind.ACQ_REL, Scope.SYS, issuer=Issuer.LEADER, label="fence_release"))
 
         def post_step(builder: ProgramBuilder, s: Send) -> None:
@@ -77,6 +80,36 @@ class Simple(Protocol):
 
         steps = Exchange(ex.phase, ex.phases_per_iter, ex.sends, ex.recvs, ex.over_peers, ex.lockstep, ex.consume)
         self.sends_then_recvs(b, steps, post_step, recv)
+
+    def _forward(self, b: ProgramBuilder, ex: Exchange) -> None:
+        """A ring step that receives, reduces (``ex.consume``) and sends on, in NCCL's order
+        (directRecvReduceDirectSend, src/device/prims_simple.h genericOp: wait for the step, wait for the
+        credit, reduce-copy, barrier, fence, post): the data is loaded, reduced and stored to the next
+        rank in one pass, then one fence covers it, then the step counter goes to the next rank and the
+        consumed slot's credit back to the previous one."""
+        seq, rseq, depth = ex.seq, ex.recv_seq, self.params["depth"]
+        for r in ex.recvs:
+            b.emit(PollUntil(Ref("steps", RANK, region=r.frm), AtLeast(rseq + 1), Sem.VOLATILE, Scope.SYS,
+                             issuer=Issuer.LEADER, label="poll_step"))
+            b.emit(Fence(FenceKind.ACQ_REL, Scope.SYS, issuer=Issuer.LEADER, label="fence_acquire"))
+            b.emit(SyncGroup(label="sync_step_seen"))
+        for s in ex.sends:
+            wait_credit(b, s.to, seq, depth, slack=self.params["credit_slack"], sem=self.params["credit_sem"])
+        for r in ex.recvs:
+            b.emit(Load(r.into, self._slot(RANK, r.frm, rseq, r.nbytes), Sem.WEAK, Scope.SYS,
+                        into_offset=r.into_offset, label="load_data"))
+            if ex.consume is not None:
+                ex.consume(b, r)
+        for s in ex.sends:
+            b.emit(Store(self._slot(s.to, RANK, seq, s.nbytes), s.data, Sem.WEAK, Scope.SYS, label="store_data"))
+        b.emit(SyncGroup(label="sync_data_written"))
+        if self.params["fence"]:
+            b.emit(Fence(FenceKind.ACQ_REL, Scope.SYS, issuer=Issuer.LEADER, label="fence_release"))
+        for s in ex.sends:
+            b.emit(Store(Ref("steps", s.to, region=RANK), None, Sem.RELAXED, Scope.SYS, flag=seq + 1,
+                         issuer=Issuer.LEADER, label="post_step"))
+        for r in ex.recvs:
+            return_credit(b, r.frm, rseq)
 
 
 __all__ = ["Simple"]

@@ -49,10 +49,11 @@ def test_fit_recovers_known_analytic_values_with_cross_validation():
 
 
 def test_fit_recovers_known_des_values():
-    truth = {"fence_sys_us": 1.3, "kernel_start_us": 2.0, "cta_store_gbps": 50.0}
+    truth = {"fence_sys_us": 1.3, "kernel_start_us": 2.0, "poll_period_us": 0.3}
     data = synthetic("des", truth, ranks=(2, 4), launches=("graph",),
-                     configs=(("one-shot", "barrier"), ("one-shot", "ll")), sizes=(256, 4096, 262144))
-    cal = calibrate(data, ["fence", "start", "cta_bw"], model="des", folds=0)
+                     configs=(("one-shot", "barrier"), ("one-shot", "ll"), ("two-shot", "barrier"),
+                              ("two-shot", "ll")), sizes=(256, 4096, 262144))
+    cal = calibrate(data, ["fence", "start", "poll"], model="des", folds=0)
     for name, value in truth.items():
         assert cal.values[name] == pytest.approx(value, rel=1e-4), name
     assert cal.fitted_errors["max_abs_pct"] < 1e-3

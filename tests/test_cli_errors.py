@@ -155,7 +155,7 @@ def test_end_to_end_subprocess(write_scenario, tmp_path):
     assert proc.stderr.strip().splitlines() == [
         f"collsim: error: {path}:4: protocols[1]: unknown protocol 'lll' "
         "(valid: atomic-counter, barrier, ll, ll128, ll128-atomic, ll128-atomic-nvls, nvls, nvls-poison, sentinel, "
-        "simple)"
+        "signal-pad, simple)"
     ]
     assert proc.stdout == ""
     assert not (tmp_path / "reports").exists()

@@ -23,7 +23,7 @@ SAME_RULE = [
      "size must be a whole number of bytes, got '1.5B' = 1.5 bytes"),
     ("algorithm", "tree", GOOD.replace("[one-shot]", "[tree]"), ["--algorithm", "tree"],
      "unknown algorithm 'tree' (valid: one-shot, two-shot, ring)"),
-    ("launch", "lazy", GOOD + "launch: lazy\n", ["--launch", "lazy"], "unknown launch mode 'lazy' (valid: eager, graph)"),
+    ("launch", "lazy", GOOD + "launch: lazy\n", ["--launch", "lazy"], "unknown launch mode 'lazy' (valid: eager, graph, host-loop, events, single-call)"),
     ("dtype", "float128", GOOD + "dtype: float128\n", ["--dtype", "float128"], "unknown dtype 'float128' (valid: int8,"),
     ("op", "xor", GOOD + "op: xor\n", ["--op", "xor"], "unknown reduction op 'xor' (valid: sum,"),
     ("model", "quantum", GOOD + "model: quantum\n", ["--model", "quantum"], "unknown model 'quantum' (valid: "),

@@ -22,7 +22,7 @@ from collsim.ir.registry import list_protocols, load_protocol
 from collsim.ir.types import Scope, Sem
 from collsim.ir.visit import OpVisitor
 from collsim.sim.lower import KIND_NAMES
-from collsim.sim.lower import Lowered as SimLowered
+from collsim.sim.lower import SimProgram
 from collsim.verify.instance import Bounds, InstrKind
 from collsim.verify.lower import lower_instance
 
@@ -98,7 +98,7 @@ def test_simulator_and_verifier_unroll_what_the_ir_says(name, algorithm):
     env = {"RANK": 0, "NRANKS": 3, "ITER": 0, "MSG": verifier.msg}
 
     ir = _counts((f.op, _lines(f.op)) for f in program.flatten(env))
-    bound = SimLowered(program).flat(env)
+    bound = SimProgram(program).flat(env)
     assert all(KIND_NAMES[b.kind] == type(b.op).__name__ for b in bound)  # the simulator's kind is the IR's class
     sim = _counts((b.op, b.ref[5] if b.ref is not None else 1) for b in bound)
     rank0 = {t for t, p in enumerate(verifier.placement) if p.rank == 0}

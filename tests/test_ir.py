@@ -25,7 +25,7 @@ def test_every_shipped_program_is_well_formed(name, algorithm):
 
 def test_the_shipped_protocols():
     assert list_protocols() == ["atomic-counter", "barrier", "ll", "ll128", "ll128-atomic", "ll128-atomic-nvls", "nvls",
-                                "nvls-poison", "sentinel", "simple"]
+                                "nvls-poison", "sentinel", "signal-pad", "simple"]
 
 
 def test_unsupported_combination_lists_what_can_run():

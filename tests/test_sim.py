@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -9,7 +10,7 @@ from collsim.errors import InputError
 from collsim.ir.registry import list_protocols, load_protocol
 from collsim.models import SimRequest, simulate
 from collsim.sim.costs import GENERATIONS, load_costs, parameter_table
-from collsim.sim.model import run_des
+from collsim.sim.model import des_model, run_des
 from collsim.topology import load_topology
 
 KiB, MiB = 1024, 1024 * 1024
@@ -86,10 +87,11 @@ def test_busbw_grows_with_size_and_approaches_the_link_bandwidth(name, algorithm
 
 def test_two_shot_with_a_full_payload_line_gets_most_of_the_links():
     """Sentinel lines are all payload: two-shot reaches most of the effective link rate at 1 GiB (the rest is
-    local work after each whole range arrives, which the model does not overlap with the arrival)."""
+    local work after each whole range arrives, which the model does not overlap with the arrival: the six
+    CTAs that saturate the links read the n inputs of the reduce at 128 B per clock each)."""
     topo = load_topology("hgx-h100")
     busbw = des("sentinel", "two-shot", 1024 * MiB, topology=topo).busbw_gbps
-    assert busbw >= 0.8 * topo.gpu_egress_gbps(0, effective=True)
+    assert 0.75 * topo.gpu_egress_gbps(0, effective=True) <= busbw <= topo.gpu_egress_gbps(0, effective=True)
 
 
 def test_one_cta_cannot_saturate_nvlink():
@@ -135,13 +137,24 @@ def test_same_inputs_give_the_same_result():
 
 
 @pytest.mark.parametrize("name,algorithm", [("ll", "one-shot"), ("simple", "ring"), ("barrier", "two-shot")])
-def test_eager_exceeds_graph_by_the_launch_overhead(name, algorithm):
-    """Eager launches pay the host launch overhead once; CUDA-graph replay does not."""
-    overhead = load_costs("hopper").nvlink.launch_overhead_us
-    eager = des(name, algorithm, 16 * KiB, launch="eager")
-    graph = des(name, algorithm, 16 * KiB, launch="graph")
-    assert eager.latency_us - graph.latency_us == pytest.approx(overhead, abs=1e-6)
-    assert eager.breakdown["launch"] - graph.breakdown["launch"] == pytest.approx(overhead, abs=1e-6)
+def test_each_harness_times_the_graph_kernel_plus_what_it_adds(name, algorithm):
+    """Back-to-back eager launches overlap the running kernel: a call costs the slower of the host's launch
+    and the kernel behind a stream gap. A call between CUDA events adds the gap, the event pair's floor and
+    the harness's cache-flush penalty. Every harness adds only launch time, never less than CUDA graphs."""
+    c = load_costs("hopper").nvlink
+    for size in (8, 16 * KiB, 16 * MiB):
+        graph = des(name, algorithm, size, launch="graph")
+        eager = des(name, algorithm, size, launch="eager")
+        host_loop = des(name, algorithm, size, launch="host-loop")
+        events = des(name, algorithm, size, launch="events")
+        assert eager.latency_us == pytest.approx(max(c.launch_overhead_us, graph.latency_us + c.stream_gap_us))
+        assert host_loop.latency_us == pytest.approx(max(c.host_call_us, graph.latency_us + c.stream_gap_us))
+        assert events.latency_us == pytest.approx(graph.latency_us + c.stream_gap_us + c.event_pair_us
+                                                  + c.harness_cold_us)
+        for other in (eager, host_loop, events):
+            assert other.latency_us >= graph.latency_us
+            for key in ("sync", "data", "reduce"):
+                assert other.breakdown[key] == graph.breakdown[key]
 
 
 @pytest.mark.parametrize("name,algorithm", SHIPPED)
@@ -294,14 +307,14 @@ def test_a_poll_no_write_satisfies_is_reported_as_a_hang():
     from collsim.ir import Buffer, Equals, KernelBoundary, PollUntil, ProgramBuilder, Ref, Scope, Sem, counter_layout
     from collsim.ir.expr import RANK
     from collsim.ir.program import Program
-    from collsim.sim.lower import lower
+    from collsim.sim.lower import lower_for_sim
     from collsim.sim.simulation import Simulation, buffer_inits
 
     b = ProgramBuilder()
     b.emit(PollUntil(Ref("flags", RANK), Equals(1), Sem.ACQUIRE, Scope.SYS))
     b.emit(KernelBoundary())
     program = Program("stuck", "one-shot", b.ops, (Buffer("flags", counter_layout(), 1, 1, 1),))
-    lowered = lower(program)
+    lowered = lower_for_sim(program)
     items = [lowered.bind({"RANK": r, "NRANKS": 2, "ITER": 0, "MSG": 8}) for r in range(2)]
     sim = Simulation(load_topology("hgx-h100"), 2, items, buffer_inits(program), load_costs("hopper"), 1, 1.0, 0.0)
     with pytest.raises(CollsimError, match="hangs"):
@@ -310,36 +323,43 @@ def test_a_poll_no_write_satisfies_is_reported_as_a_hang():
 
 @pytest.mark.parametrize("name,algorithm,size", [("ll", "one-shot", 64), ("simple", "ring", 1 << 20),
                                                   ("sentinel", "two-shot", 4096)])
-def test_an_eager_launch_is_the_graph_kernel_started_later(name, algorithm, size):
-    """des_model reuses the graph launch's kernel for an eager launch; it must equal simulating the eager
-    launch itself (every rank starting launch_overhead_us later), the overhead counted as launch time."""
+def test_a_harness_is_the_graph_kernel_started_later(name, algorithm, size):
+    """des_model reuses the graph launch's kernel for every harness; that must equal simulating the launch
+    itself with the harness's cost before the kernel (every rank starting that much later), and a timeline,
+    which is simulated that way, gets the same result."""
     topo = load_topology("hgx-h100")
-    request = SimRequest(topology=topo, ranks=8, algorithm=algorithm, protocol=load_protocol(name), size_bytes=size,
-                         launch="eager")
-    direct = run_des(request, symmetric=True)
-    graph = simulate(topo, ranks=8, algorithm=algorithm, protocol=name, size_bytes=size, launch="graph", model="des")
-    eager = simulate(topo, ranks=8, algorithm=algorithm, protocol=name, size_bytes=size, launch="eager", model="des")
-    overhead = load_costs("hopper").nvlink.launch_overhead_us
-    assert eager.latency_us == pytest.approx(direct.latency_us, abs=1e-9)
-    assert eager.latency_us == pytest.approx(graph.latency_us + overhead, abs=1e-9)
-    for key, value in direct.breakdown.items():
-        assert eager.breakdown[key] == pytest.approx(value, abs=1e-9)
-    assert eager.events == graph.events == direct.outcome.events
+    for launch in ("events", "eager"):
+        request = SimRequest(topology=topo, ranks=8, algorithm=algorithm, protocol=load_protocol(name),
+                             size_bytes=size, launch=launch)
+        direct = run_des(request, symmetric=True)
+        graph = simulate(topo, ranks=8, algorithm=algorithm, protocol=name, size_bytes=size, launch="graph",
+                         model="des")
+        result = simulate(topo, ranks=8, algorithm=algorithm, protocol=name, size_bytes=size, launch=launch,
+                          model="des")
+        timeline = des_model(replace(request, timeline=True))
+        before = direct.before_kernel_us
+        assert direct.latency_us == pytest.approx(graph.latency_us + before, abs=1e-9)
+        for key in ("sync", "data", "reduce"):
+            assert result.breakdown[key] == pytest.approx(direct.breakdown[key], abs=1e-9)
+            assert timeline.breakdown[key] == pytest.approx(direct.breakdown[key], abs=1e-9)
+        assert timeline.latency_us == pytest.approx(result.latency_us, abs=1e-9)
+        assert result.events == graph.events == direct.outcome.events
 
 
 def test_a_poll_satisfied_at_its_first_sample_names_the_write_since_which_it_held():
     """Not merely the last write visible by then: a credit that held from the start decided nothing, and a
     flag set twice to the same value was decided by the first setting."""
+    from collsim.ir.ops import AtLeast, Equals
     from collsim.sim.memory import Location, Write
 
     credit = Location(("credits", 0, 0, 0), 0)
     credit.add(Write(0, 1, 1.0, "set", 1, "return"))
-    assert credit.satisfied_at(0, 1, ("ge", 0), 2.0) == (2.0, None)
+    assert credit.satisfied_at(0, 1, AtLeast(0).bind({}), 2.0) == (2.0, None)
     flag = Location(("flags", 0, 0, 0), 0)
     first, again = Write(0, 1, 1.0, "set", 7, "first"), Write(0, 1, 1.5, "set", 7, "again")
     flag.add(first)
     flag.add(again)
-    assert flag.satisfied_at(0, 1, ("eq", 7), 2.0) == (2.0, first)
+    assert flag.satisfied_at(0, 1, Equals(7).bind({}), 2.0) == (2.0, first)
     flag.add(Write(0, 1, 1.7, "set", 0, "reset"))
     flag.add(Write(0, 1, 1.8, "set", 7, "last"))
-    assert flag.satisfied_at(0, 1, ("eq", 7), 2.0)[1].transfer == "last"
+    assert flag.satisfied_at(0, 1, Equals(7).bind({}), 2.0)[1].transfer == "last"

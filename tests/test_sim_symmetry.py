@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from collsim.models import SimRequest, resolve_protocol
@@ -20,7 +20,10 @@ from collsim.topology import load_topology
 MiB = 1 << 20
 SHIPPED = {"barrier": ("one-shot", "two-shot"), "simple": ("one-shot", "two-shot", "ring"),
            "ll": ("one-shot", "two-shot", "ring"), "ll128": ("one-shot", "two-shot", "ring"),
-           "atomic-counter": ("one-shot",), "sentinel": ("one-shot", "two-shot")}
+           "atomic-counter": ("one-shot",), "sentinel": ("one-shot", "two-shot"),
+           "signal-pad": ("one-shot", "two-shot")}
+#: algorithms whose last phase pushes into the peers' buffers (signal-pad's two-shot, as PyTorch's)
+PUSHED = {("signal-pad", "two-shot")}
 CASES = [(protocol, algorithm) for protocol, algorithms in SHIPPED.items() for algorithm in algorithms]
 
 
@@ -50,7 +53,13 @@ def test_one_rank_gives_the_full_simulations_result(protocol, algorithm, topolog
         assert folded.breakdown == full.breakdown, (size, full.breakdown, folded.breakdown)
         assert folded.latency_us == full.latency_us
         assert folded.outcome.ends == full.outcome.ends
-        assert folded.outcome.events < full.outcome.events
+        if (protocol, algorithm) in PUSHED and "abandoned" in folded.symmetry:
+            # a pushed all-gather's stores leave over the link that also carries the peers' pulls of this
+            # rank's data, which the fold's one pipe per orbit cannot tell apart from the pushes to the other
+            # peers: once a transfer waits there, the fold must say so and hand over to the full simulation
+            assert "sharing a watched pipe" in folded.symmetry
+        else:
+            assert folded.outcome.events < full.outcome.events
 
 
 @pytest.mark.parametrize("protocol,algorithm", [("simple", "ring"), ("ll", "one-shot"), ("barrier", "two-shot")])
@@ -175,15 +184,15 @@ def test_simultaneous_writes_that_do_not_commute_abandon_the_fold():
     counter = Location(("arrivals", 0, 0, 0), 0)
     counter.add(Write(0, 1, 2.0, "add", 1, None))
     counter.add(Write(0, 1, 2.0, "add", 1, None))
-    symmetry._check_commute(counter, 2.0)
+    symmetry.check_commute(counter, 2.0)
     counter.add(Write(1, 2, 2.0, "set", 0, None))  # other lines: no conflict
-    symmetry._check_commute(counter, 2.0)
+    symmetry.check_commute(counter, 2.0)
     counter.add(Write(0, 1, 2.0, "set", 0, None))
     with pytest.raises(symmetry.SimultaneousWrites):
-        symmetry._check_commute(counter, 2.0)
+        symmetry.check_commute(counter, 2.0)
 
 
-COST_RANGES = {"cta_store_gbps": (5.0, 500.0), "cta_load_gbps": (5.0, 500.0), "poll_period_us": (0.01, 1.0),
+COST_RANGES = {"cta_store_gbps": (5.0, 500.0), "cta_bytes_in_flight": (4096.0, 262144.0), "poll_period_us": (0.01, 1.0),
                "remote_write_us": (0.1, 2.0), "op_overhead_us": (0.0, 0.2), "hbm_efficiency": (0.3, 1.0),
                "fence_sys_us": (0.1, 3.0), "sync_group_us": (0.0, 0.5)}
 
@@ -202,10 +211,17 @@ def _launches(draw):
 
 @settings(max_examples=60, deadline=None)
 @given(_launches())
+@example(_request("gb200-nvl72", 6, "barrier", "two-shot", 543748, channels=1))
 def test_any_launch_gets_the_full_simulations_result(request):
-    """Whatever the topology, costs, channels and size: folded or not, the result is the full simulation's."""
+    """Whatever the topology, costs, channels and size: folded or not, the result is the full simulation's.
+
+    The breakdown is compared exactly; each rank's end to within float rounding: in the full simulation a
+    rank's placements on its pipes can sum in another order than rank 0's, so its end may differ by an ulp
+    (gb200-nvl72, barrier two-shot, 6 ranks, 543 748 B, one channel: 38.623690247860225 for rank 0 and the
+    folded ranks, 38.62369024786022 for ranks 1-5 of the full simulation)."""
     full, folded = _both(request)
-    assert folded.breakdown == full.breakdown and folded.outcome.ends == full.outcome.ends
+    assert folded.breakdown == full.breakdown
+    assert folded.outcome.ends == pytest.approx(full.outcome.ends, rel=1e-12, abs=1e-9)
 
 
 def test_explain_says_how_scenario_rows_simulate_the_launch():
@@ -249,13 +265,13 @@ def test_a_loop_whose_length_depends_on_the_rank_is_not_folded():
     from collsim.ir import Buffer, KernelBoundary, ProgramBuilder, Ref, Scope, Sem, Store, counter_layout
     from collsim.ir.expr import RANK
     from collsim.ir.program import Program
-    from collsim.sim.lower import lower
+    from collsim.sim.lower import lower_for_sim
 
     b = ProgramBuilder()
     with b.loop("k", RANK + 1):
         b.emit(Store(Ref("flags", RANK), None, Sem.RELEASE, Scope.SYS, flag=1, label="mark"))
     b.emit(KernelBoundary())
-    lowered = lower(Program("uneven", "one-shot", b.ops, (Buffer("flags", counter_layout(), 1, 1, 1),)))
+    lowered = lower_for_sim(Program("uneven", "one-shot", b.ops, (Buffer("flags", counter_layout(), 1, 1, 1),)))
     assert lowered.rank_shaped
     items = [lowered.bind({"RANK": r, "NRANKS": 2, "ITER": 0, "MSG": 8}) for r in range(2)]
     topo = load_topology("hgx-h100")
@@ -268,7 +284,7 @@ def test_a_loop_whose_length_depends_on_the_rank_is_not_folded():
     with b.loop("j", 2 - RANK):
         b.emit(Store(Ref("flags", RANK), None, Sem.RELEASE, Scope.SYS, flag=2, label="again"))
     b.emit(KernelBoundary())
-    lowered = lower(Program("split", "one-shot", b.ops, (Buffer("flags", counter_layout(), 1, 1, 1),)))
+    lowered = lower_for_sim(Program("split", "one-shot", b.ops, (Buffer("flags", counter_layout(), 1, 1, 1),)))
     items = [lowered.bind({"RANK": r, "NRANKS": 2, "ITER": 0, "MSG": 8}) for r in range(2)]
     reason = symmetry.fold_or_reason(items, lowered, symmetry.rotation_of(topo, 2, _facts(topo)), _facts(topo))
     assert reason == "rank 1's loops differ in shape from rank 0's"

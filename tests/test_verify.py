@@ -94,6 +94,7 @@ def test_shipped_protocol_holds_under_ptx_at_3_ranks_2_iterations(name):
     ("sentinel", {"store-16B-untorn", "data-domain"}),
     ("barrier", set()),
     ("simple", set()),
+    ("signal-pad", set()),
     ("atomic-counter", set()),
     ("ll128-atomic", {"line-128B-reductions-ordered"}),
 ])

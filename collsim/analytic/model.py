@@ -250,7 +250,10 @@ def analytic_model(request: SimRequest) -> SimResult:
     sync = base + p.steps * hw_lat + sync_rounds * consts["sync_round_latency_us"][p.hw]
     data = p.bus_bytes / (1000.0 * p.proto_bw_gbps) if p.proto_bw_gbps > 0 else math.inf
     reduce = p.reduce_bytes / (1000.0 * p.hbm_gbps)
-    launch = consts["launch_overhead_us"] if request.launch == "eager" else 0.0
+    # launch overhead where the host launches every call in stream order (eager) or the launch is timed
+    # (single-call); graphs, event-timed calls with the launch hidden and host loops whose launches overlap the
+    # kernels do not pay it
+    launch = consts["launch_overhead_us"] if request.launch in ("eager", "single-call") else 0.0
     breakdown = {"launch": launch, "sync": sync, "data": data, "reduce": reduce}
     timeline = _timeline(request, breakdown) if request.timeline else None
     return SimResult.from_breakdown(

@@ -77,7 +77,7 @@ ALIASES: dict[str, dict[str, str]] = {
         "bw_efficiency": "hbm_efficiency",
         "cta_bw": "cta_store_gbps",
         "cta_store": "cta_store_gbps",
-        "cta_load": "cta_load_gbps",
+        "cta_load": "cta_bytes_in_flight",
         "op_overhead": "op_overhead_us",
         "sync_group": "sync_group_us",
         "atomic": "atomic_remote_us",

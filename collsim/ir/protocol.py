@@ -88,6 +88,12 @@ class Exchange:
         ``seq`` ahead of its receiver's consumption on every channel (each
         rank both sends to and receives from each peer every phase), so two
         slots suffice without credits. Ring pipelines do not guarantee it.
+    forward : bool
+        True when the sends carry what ``consume`` makes of the receives
+        (a ring step that receives a piece, reduces or copies it, and sends
+        the result on: NCCL's recvReduceSend). The receives are then the
+        previous phase's sends (:attr:`recv_seq` is ``seq - 1``) and the
+        protocol lowers receive, consume and send in that order.
     """
 
     phase: Expr
@@ -99,6 +105,7 @@ class Exchange:
     #: called by the protocol right after each receive completes (inside the
     #: peer loop), for work the algorithm does per received piece
     consume: Callable[[ProgramBuilder, Recv], None] | None = field(default=None, compare=False)
+    forward: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "phase", as_expr(self.phase))
@@ -107,6 +114,11 @@ class Exchange:
     @property
     def seq(self) -> Expr:
         return ITER * self.phases_per_iter + self.phase
+
+    @property
+    def recv_seq(self) -> Expr:
+        """The sequence number of what the receives get: this phase's, or the previous one's when forwarding."""
+        return self.seq - 1 if self.forward else self.seq
 
 
 @dataclass(frozen=True)
@@ -249,11 +261,22 @@ class Protocol:
 
     # -- helpers for subclasses -------------------------------------------
     def sends_then_recvs(self, b: ProgramBuilder, ex: Exchange, send, recv) -> None:
-        """Lower ``ex`` as all sends, then all receives (each followed by ``ex.consume``).
+        """Lower ``ex`` as all sends, then all receives (each followed by ``ex.consume``); a forwarding
+        exchange as all receives (each followed by ``ex.consume``), then the sends of what they produced.
 
         ``send(b, s)`` and ``recv(b, r)`` emit one send or receive; inside a
         peer loop their templates refer to :data:`PEER`.
         """
+        if ex.forward:
+            with _maybe_peer_loop(b, ex.over_peers):
+                for r in ex.recvs:
+                    recv(b, r)
+                    if ex.consume is not None:
+                        ex.consume(b, r)
+            with _maybe_peer_loop(b, ex.over_peers):
+                for s in ex.sends:
+                    send(b, s)
+            return
         with _maybe_peer_loop(b, ex.over_peers):
             for s in ex.sends:
                 send(b, s)

@@ -58,14 +58,15 @@ PROTOCOL_COLORS: dict[str, str] = {
     "ll128-atomic-nvls": "#cab2d6",
     "sentinel": "#ff7f0e",
     "barrier": "#8c564b",
+    "signal-pad": "#c49c94",
     "nvls": "#1b9e77",
     "nvls-poison": "#66c2a5",
 }
 #: Colours for any other protocol (mutants, user protocols), in name order; more are derived (:func:`_extra_color`).
 _EXTRA_COLORS = ("#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173")
 #: Report order of the shipped protocols (the others follow in name order; a test checks it names them all).
-_PROTOCOL_ORDER = ("barrier", "simple", "ll", "ll128", "atomic-counter", "ll128-atomic", "ll128-atomic-nvls", "sentinel",
-                   "nvls", "nvls-poison")
+_PROTOCOL_ORDER = ("barrier", "signal-pad", "simple", "ll", "ll128", "atomic-counter", "ll128-atomic",
+                   "ll128-atomic-nvls", "sentinel", "nvls", "nvls-poison")
 #: Report order of the algorithms: the order collsim.algorithms declares them in.
 _ALGORITHM_ORDER = ALGORITHMS
 #: Colour of measured points whose protocol has no modelled series in the report.

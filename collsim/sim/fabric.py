@@ -36,6 +36,12 @@ multicast. Transfers are costed whole (``transfer_pieces`` does not split
 them), and a program with multimem operations is simulated rank by rank
 (the one-rank fold of :mod:`collsim.sim.symmetry` mirrors one rank's
 writes, not a write to every rank).
+
+The simulator's walks reach this module through their rules for the three
+operations: the lowering's ``visit_multimem_*`` bind them like stores and
+loads (:mod:`collsim.sim.lower`), and a rank's ``visit_multimem_*``
+(:class:`collsim.sim.rank.Rank`) catch up with the simulation clock and call
+:func:`load_reduce`, :func:`multicast_store` or :func:`multicast_red`.
 """
 from __future__ import annotations
 
@@ -43,11 +49,12 @@ from typing import Any
 
 from collsim.errors import UnsupportedError
 from collsim.sim.links import Pipe, Transfer, place
-from collsim.sim.lower import MC_LOAD_REDUCE, MC_RED, MC_STORE
+from collsim.sim.lower import MC_STORE
 from collsim.sim.memo import PerTopology
 from collsim.sim.memory import DATA, RMW_HOW, SENTINEL
 
-__all__ = ["SwitchPorts", "switch_of", "run_multimem", "place_copies", "fold_reason"]
+__all__ = ["SwitchPorts", "switch_of", "load_reduce", "multicast_store", "multicast_red", "place_copies",
+           "fold_reason"]
 
 EPS = 1e-9
 
@@ -125,17 +132,14 @@ def _switch(sim: Any) -> tuple[Any, list[list[float]]] | str:
     return middle, [[sim.route(r, k if k != r else (r + 1) % n).latency for k in range(n)] for r in range(n)]
 
 
-def run_multimem(rank: Any, th: Any, op: Any):
-    """Issue the multimem operation ``op`` on ``rank``'s thread ``th`` (a generator: a transfer over shared
-    links first catches up with the simulation clock, as unicast ones do)."""
-    sim = rank.sim
-    if not op.leader and th.t > sim.env.now + EPS:
-        sim.events += 1
-        yield sim.env.timeout(th.t - sim.env.now)
-    if op.kind == MC_LOAD_REDUCE:
-        _load_reduce(rank, th, op)
-    else:
-        _multicast(rank, th, op, red=op.kind == MC_RED)
+def multicast_store(rank: Any, th: Any, op: Any) -> None:
+    """``multimem.st`` on ``rank``'s thread ``th``: one upstream transfer, a copy to every rank's memory."""
+    _multicast(rank, th, op, red=False)
+
+
+def multicast_red(rank: Any, th: Any, op: Any) -> None:
+    """``multimem.red``: as :func:`multicast_store`, each copy applied by its owner's L2 as an atomic."""
+    _multicast(rank, th, op, red=True)
 
 
 def _landing(op: Any, red: bool) -> tuple[str | None, Any]:
@@ -161,8 +165,9 @@ def _multicast(rank: Any, th: Any, op: Any, red: bool) -> None:
     c = ports.costs
     source = op.operand if red else op.src
     data = isinstance(source, tuple)
-    if data and source[0] == "reg":
-        rank._wait_register(th, source[1], op)
+    not_before = 0.0
+    if data and source[0] == "reg":  # streams through the register as its producer fills it
+        not_before, _ = rank._stream_register(th, source[1], op)
     if op.releasing:
         rank._fence(th, op, op.scope, None, "release fence before the multimem op")
     th.t += rank.c.op_overhead_us
@@ -177,7 +182,7 @@ def _multicast(rank: Any, th: Any, op: Any, red: bool) -> None:
         up_finish = t
         finishes = [t] * len(ports.down)
     else:
-        up_finish = rank._reserve((rank.st_engine, ports.up[me]), wire, t)
+        up_finish = max(rank._reserve((rank.st_engine, ports.up[me]), wire, t), not_before)
         rate = wire / (up_finish - t) if up_finish > t + EPS else float("inf")
         finishes = place_copies(ports.down, wire, t, rate)
     delay = (c.atomic_remote_us if red else c.remote_write_us) + c.nvls_multicast_us
@@ -221,7 +226,9 @@ def place_copies(pipes: list[Pipe], nbytes: float, start: float, rate: float) ->
     return finishes
 
 
-def _load_reduce(rank: Any, th: Any, op: Any) -> None:
+def load_reduce(rank: Any, th: Any, op: Any) -> None:
+    """``multimem.ld_reduce`` on ``rank``'s thread ``th``: every copy streams through the switch's reduction
+    unit into one register (ready like a load's)."""
     ports = switch_of(rank.sim)
     c = ports.costs
     me = rank.rank

@@ -1,4 +1,4 @@
-"""Bind a symbolic :class:`~collsim.ir.program.Program` to one rank's operations, fast.
+"""Lower a symbolic :class:`~collsim.ir.program.Program` for the simulator and bind it to each rank, fast.
 
 :meth:`Program.flatten` is the reference binding; this module computes the
 same values (a test checks it op by op) about ten times faster, by compiling
@@ -10,46 +10,73 @@ and it keeps the loop structure, which the simulator needs:
   spreads such a loop over threads (one per peer), so the iterations run
   concurrently. A body with a ``SyncGroup`` makes every thread take part in
   every iteration, so the iterations run one after another.
-* a :class:`BoundOp` is one operation with every expression replaced by its
-  integer value, its buffer's layout attached.
+* a :class:`SimOp` is one operation with every expression replaced by its
+  integer value, its buffer's layout attached; its ``kind`` is a
+  :class:`SimKind`, the position of the IR class in
+  :data:`collsim.ir.ops.OP_TYPES`.
+
+The compilation is one walk over the op set (:class:`_Compiler`, an
+:class:`~collsim.ir.visit.OpVisitor`): an operation class without a rule here
+fails when this module is imported.
 """
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from enum import IntEnum
 from typing import Any, Callable
 
 from collsim.ir.expr import BinOp, Const, Expr, Var
 from collsim.ir.layout import WordRole
 from collsim.ir.ops import (
-    AtLeast, Atomic, Equals, Fence, Fill, Input, KernelBoundary, Load, Loop, MulticastRef, MultimemLoadReduce,
-    MultimemRed, MultimemStore, NotEqual, PollUntil, Reduce, Reg, Store, SyncGroup, WriteOutput,
+    OP_TYPES, Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, MulticastRef, MultimemLoadReduce,
+    MultimemRed, MultimemStore, PollUntil, Reduce, Reg, Store, SyncGroup, WriteOutput,
 )
 from collsim.ir.program import Program
 from collsim.ir.types import Issuer, Sem
+from collsim.ir.visit import OpVisitor
 
-__all__ = ["BoundOp", "Block", "Lowered", "lower", "STORE", "LOAD", "POLL", "FENCE", "ATOMIC", "REDUCE",
-           "WRITE", "SYNC", "KERNEL_END", "MC_LOAD_REDUCE", "MC_STORE", "MC_RED", "KIND_NAMES", "EVERY_COPY"]
+__all__ = ["SimKind", "SimOp", "Block", "SimProgram", "lower_for_sim", "STORE", "LOAD", "POLL", "FENCE", "ATOMIC",
+           "REDUCE", "WRITE", "SYNC", "KERNEL_END", "MC_LOAD_REDUCE", "MC_STORE", "MC_RED", "KIND_NAMES",
+           "EVERY_COPY", "BoundRank"]
 
-STORE, LOAD, POLL, FENCE, ATOMIC, REDUCE, WRITE, SYNC, KERNEL_END, MC_LOAD_REDUCE, MC_STORE, MC_RED = range(12)
-KIND_NAMES = ("Store", "Load", "PollUntil", "Fence", "Atomic", "Reduce", "WriteOutput", "SyncGroup",
-              "KernelBoundary", "MultimemLoadReduce", "MultimemStore", "MultimemRed")
-_KIND_OF = {Store: STORE, Load: LOAD, PollUntil: POLL, Fence: FENCE, Atomic: ATOMIC, Reduce: REDUCE,
-            WriteOutput: WRITE, SyncGroup: SYNC, KernelBoundary: KERNEL_END, MultimemLoadReduce: MC_LOAD_REDUCE,
-            MultimemStore: MC_STORE, MultimemRed: MC_RED}
+
+class SimKind(IntEnum):
+    """What a :class:`SimOp` does: the position of its IR class in :data:`collsim.ir.ops.OP_TYPES`."""
+
+    STORE = OP_TYPES.index(Store)
+    LOAD = OP_TYPES.index(Load)
+    POLL = OP_TYPES.index(PollUntil)
+    FENCE = OP_TYPES.index(Fence)
+    ATOMIC = OP_TYPES.index(Atomic)
+    REDUCE = OP_TYPES.index(Reduce)
+    WRITE = OP_TYPES.index(WriteOutput)
+    SYNC = OP_TYPES.index(SyncGroup)
+    KERNEL_END = OP_TYPES.index(KernelBoundary)
+    MC_LOAD_REDUCE = OP_TYPES.index(MultimemLoadReduce)
+    MC_STORE = OP_TYPES.index(MultimemStore)
+    MC_RED = OP_TYPES.index(MultimemRed)
+
+
+# Plain ints for the hot path (a rank compares kinds millions of times).
+STORE, LOAD, POLL, FENCE, ATOMIC, REDUCE, WRITE, SYNC, KERNEL_END, MC_LOAD_REDUCE, MC_STORE, MC_RED = (
+    int(k) for k in SimKind)
 #: The owner rank in the ``ref`` of a multimem op: every rank's copy (:mod:`collsim.sim.fabric` costs them).
 EVERY_COPY = -1
+#: The IR class name of each kind, indexed by kind (a kind is its class's position in OP_TYPES).
+KIND_NAMES = tuple(t.__name__ for t in OP_TYPES)
 _RELEASING = (Sem.RELEASE, Sem.ACQ_REL)
 _ACQUIRING = (Sem.ACQUIRE, Sem.ACQ_REL)
 
 
-class BoundOp:
+class SimOp:
     """One bound operation. Fields that an op kind does not use are ``None``.
 
     ``ref`` is ``(buffer, rank, slot, region, line, lines)`` and ``key`` its first four (the location);
     ``src`` a source
     tuple ``("input", offset)``, ``("reg", name, offset, count, stride)`` or
-    ``("fill", pattern)``; ``pred`` is ``("eq" | "ge" | "ne", value)``.
+    ``("fill", pattern)``; ``pred`` is the poll's :class:`~collsim.ir.ops.Predicate`, bound (its
+    :meth:`~collsim.ir.ops.Predicate.holds` is how :mod:`collsim.sim.memory` judges a polled word).
     """
 
     __slots__ = ("kind", "op", "loops", "label", "ref", "key", "layout", "src", "srcs", "sem", "scope", "flag",
@@ -77,6 +104,20 @@ class Block:
         self.iterations = iterations
         self.label = label
         self.has_poll = has_poll
+
+
+class BoundRank(list):
+    """One rank's items (:class:`SimOp` and :class:`Block`, in program order), and their walk order.
+
+    ``walk_order`` is filled by whoever first needs the items flattened (:mod:`collsim.sim.symmetry`); a
+    rank bound again for another size gets the same object back, changed in place, so it stays valid.
+    """
+
+    __slots__ = ("walk_order",)
+
+    def __init__(self, items: list[Any]) -> None:
+        super().__init__(items)
+        self.walk_order: list[Any] | None = None
 
 
 def _src(expr: Expr) -> str:
@@ -109,69 +150,171 @@ def _ref_tuple(ref: Any) -> str:
             f"{_src(ref.lines)})")
 
 
-def _pred_tuple(pred: Any) -> str:
-    if isinstance(pred, Equals):
-        return f"('eq', {_src(pred.value)})"
-    if isinstance(pred, AtLeast):
-        return f"('ge', {_src(pred.value)})"
-    if isinstance(pred, NotEqual):
-        return f"('ne', {int(pred.value)})"
-    raise TypeError(f"unknown poll predicate {pred!r}")
-
-
 #: The fields of a bound op, besides its reference, that decide what it costs or what a poll sees (a data
 #: source's kind and register are literal in the IR; only its offsets are expressions).
 _TIMED_FIELDS = ("flag", "pred", "nbytes", "operand")
 
 
-def _binder(op: Any, program: Program) -> tuple[Callable[[dict, tuple], BoundOp], Callable | None, bool]:
-    """``bind(env, loops) -> BoundOp`` for one symbolic operation, ``rebind(op, env)`` that updates only
+def _contains(ops: tuple, kinds: tuple[type, ...]) -> bool:
+    for op in ops:
+        if isinstance(op, kinds):
+            return True
+        if isinstance(op, Loop) and _contains(op.body, kinds):
+            return True
+    return False
+
+
+class _Fields:
+    """What binding one IR op sets on its :class:`SimOp`: each field as the Python source of its value
+    (``fields``, expressions over the bound symbols ``e``) or as a constant (``consts``)."""
+
+    __slots__ = ("kind", "fields", "consts")
+
+    def __init__(self, kind: SimKind, op: Any, program: Program, ref: Any = None) -> None:
+        self.kind = kind
+        label = getattr(op, "label", type(op).__name__.lower())
+        self.fields: dict[str, str] = {"kind": str(int(kind)), "label": repr(label)}
+        self.consts: dict[str, Any] = {"op": op}
+        if ref is not None:
+            self.fields["ref"] = _ref_tuple(ref)
+            self.fields["key"] = "o.ref[:4]"
+            layout = self.consts["layout"] = program.buffer(ref.buffer).layout
+            self.consts["line_bytes"] = layout.line_bytes
+            self.consts["data_bytes"] = layout.data_bytes
+            # the words a poll inspects are flag words (set by a store's flag), not data words
+            self.consts["polls_flags"] = bool(layout.poll_words) and all(
+                layout.words[i].role is WordRole.FLAG for i in layout.poll_words)
+        for name in ("sem", "scope"):
+            if hasattr(op, name):
+                self.consts[name] = getattr(op, name)
+        if getattr(op, "into", None) is not None:
+            self.fields["into"] = repr(op.into)
+        if hasattr(op, "into_offset"):
+            self.fields["into_offset"] = _src(op.into_offset)
+        self.consts["leader"] = getattr(op, "issuer", Issuer.ALL) is Issuer.LEADER
+        sem = getattr(op, "sem", None)
+        self.consts["releasing"] = sem in _RELEASING
+        self.consts["acquiring"] = sem in _ACQUIRING
+
+
+class _Compiler(OpVisitor):
+    """The simulator's walk over the op set: each op becomes a binder item, each loop a loop item of the tree
+    :class:`SimProgram` binds (see :meth:`SimProgram.bind`)."""
+
+    consumer = "the simulator's lowering"
+
+    def __init__(self, lowered: "SimProgram") -> None:
+        self.lowered = lowered
+        self.program = lowered.program
+
+    def compile(self, ops: tuple) -> list[Any]:
+        """The items of ``ops``; a loop with nothing to run (an algorithm's phase with no ops here) is dropped."""
+        return [item for item in (self.visit(op) for op in ops) if item is not None]
+
+    # -- operations: the fields each sets ---------------------------------------
+
+    def visit_store(self, op: Store) -> tuple:
+        return self._write(SimKind.STORE, op, "src", op.src)
+
+    def visit_load(self, op: Load) -> tuple:
+        return self._item(op, _Fields(SimKind.LOAD, op, self.program, op.src), moves_data=True)
+
+    def visit_poll_until(self, op: PollUntil) -> tuple:
+        f = _Fields(SimKind.POLL, op, self.program, op.src)
+        if isinstance(op.until.value, Expr) and op.until.value.free_vars():
+            f.fields["pred"] = "c_until.bind(e)"  # the IR binds its own predicate (loop variables are in e)
+            f.consts["until"] = op.until
+        else:
+            f.consts["pred"] = op.until.bind({})
+        return self._item(op, f)
+
+    def visit_fence(self, op: Fence) -> tuple:
+        f = _Fields(SimKind.FENCE, op, self.program)
+        f.consts["sem"] = op.kind  # a fence has no sem; keep its kind (sc / acq_rel) there
+        return self._item(op, f)
+
+    def visit_atomic(self, op: Atomic) -> tuple:
+        if not isinstance(op.operand, Expr) and getattr(op, "issuer", Issuer.ALL) is Issuer.ALL:
+            self.lowered.data_atomics = True
+        return self._write(SimKind.ATOMIC, op, "operand", op.operand)
+
+    def visit_reduce(self, op: Reduce) -> tuple:
+        f = _Fields(SimKind.REDUCE, op, self.program)
+        f.fields["srcs"] = "(" + "".join(_source_tuple(s) + ", " for s in op.srcs) + ")"
+        f.fields["nbytes"] = _src(op.nbytes)
+        if op.output_offset is not None:
+            f.fields["offset"] = _src(op.output_offset)
+        return self._item(op, f)
+
+    def visit_write_output(self, op: WriteOutput) -> tuple:
+        f = _Fields(SimKind.WRITE, op, self.program)
+        f.fields["src"] = _source_tuple(op.src)
+        f.fields["nbytes"] = _src(op.nbytes)
+        f.fields["offset"] = _src(op.offset)
+        return self._item(op, f)
+
+    def visit_sync_group(self, op: SyncGroup) -> tuple:
+        return self._item(op, _Fields(SimKind.SYNC, op, self.program))
+
+    def visit_kernel_boundary(self, op: KernelBoundary) -> tuple:
+        return self._item(op, _Fields(SimKind.KERNEL_END, op, self.program))
+
+    # multimem (NVLink SHARP): one op reaches every rank's copy through the switch; collsim.sim.fabric costs it
+
+    def visit_multimem_load_reduce(self, op: MultimemLoadReduce) -> tuple:
+        self.lowered.multicast = True
+        return self._item(op, _Fields(SimKind.MC_LOAD_REDUCE, op, self.program, op.src), moves_data=True)
+
+    def visit_multimem_store(self, op: MultimemStore) -> tuple:
+        self.lowered.multicast = True
+        return self._write(SimKind.MC_STORE, op, "src", op.src)
+
+    def visit_multimem_red(self, op: MultimemRed) -> tuple:
+        self.lowered.multicast = True
+        return self._write(SimKind.MC_RED, op, "operand", op.operand)
+
+    def visit_loop(self, op: Loop) -> tuple | None:
+        body = self.compile(op.body)
+        if not body:
+            return None
+        lanes = not _contains(op.body, (SyncGroup,))
+        source = _src(op.count)
+        lowered = self.lowered
+        lowered._sized_loops |= "e['MSG']" in source
+        lowered.rank_shaped |= "e['RANK']" in source
+        count = eval(f"lambda e: {source}")  # noqa: S307 - IR expression source
+        return ("loop", op.var, count, body, lanes, op.label, _contains(op.body, (PollUntil,)))
+
+    # -- one binder per operation ------------------------------------------------
+
+    def _write(self, kind: SimKind, op: Any, field: str, source: Any) -> tuple:
+        """A store or atomic (unicast or multimem): its destination, what it writes (``src`` or ``operand``)
+        and the flag or count word it sets beside the data (what the destination's readers poll)."""
+        f = _Fields(kind, op, self.program, op.dst)
+        f.fields[field] = _source_tuple(source)
+        if op.flag is not None:
+            f.fields["flag"] = _src(op.flag)
+        return self._item(op, f, moves_data=True)
+
+    def _item(self, op: Any, f: _Fields, moves_data: bool = False) -> tuple:
+        if moves_data and getattr(op, "issuer", Issuer.ALL) is Issuer.ALL:
+            if f.kind is SimKind.LOAD or f.kind is SimKind.MC_LOAD_REDUCE:
+                self.lowered.loads_data = True
+            else:
+                self.lowered.stores_data = True
+        bind, rebind, timed_by_rank = _binder(op, f)
+        if timed_by_rank:
+            self.lowered.rank_timed.add(id(op))
+        return ("op", bind, rebind)
+
+
+def _binder(op: Any, f: _Fields) -> tuple[Callable[[dict, tuple], SimOp], Callable | None, bool]:
+    """``bind(env, loops) -> SimOp`` for one symbolic operation, ``rebind(op, env)`` that updates only
     the fields depending on ``MSG`` (None when there are none), and whether a field of
     :data:`_TIMED_FIELDS` depends on ``RANK``."""
-    kind = _KIND_OF[type(op)]
-    fields: dict[str, str] = {"kind": str(kind), "label": repr(getattr(op, "label", type(op).__name__.lower()))}
-    consts: dict[str, Any] = {"op": op}
-    ref = getattr(op, "dst", None) or (getattr(op, "src", None) if kind in (LOAD, POLL, MC_LOAD_REDUCE) else None)
-    if ref is not None:
-        fields["ref"] = _ref_tuple(ref)
-        fields["key"] = "o.ref[:4]"
-        layout = consts["layout"] = program.buffer(ref.buffer).layout
-        consts["line_bytes"] = layout.line_bytes
-        consts["data_bytes"] = layout.data_bytes
-        # the words a poll inspects are flag words (set by a store's flag), not data words
-        consts["polls_flags"] = bool(layout.poll_words) and all(
-            layout.words[i].role is WordRole.FLAG for i in layout.poll_words)
-    if kind in (STORE, WRITE, MC_STORE):
-        fields["src"] = _source_tuple(op.src)
-    if kind in (STORE, ATOMIC, MC_STORE, MC_RED) and op.flag is not None:
-        fields["flag"] = _src(op.flag)
-    if kind in (ATOMIC, MC_RED):
-        fields["operand"] = _source_tuple(op.operand)
-    if kind == REDUCE:
-        fields["srcs"] = "(" + "".join(_source_tuple(s) + ", " for s in op.srcs) + ")"
-        fields["nbytes"] = _src(op.nbytes)
-        if op.output_offset is not None:
-            fields["offset"] = _src(op.output_offset)
-    if kind == WRITE:
-        fields["nbytes"] = _src(op.nbytes)
-        fields["offset"] = _src(op.offset)
-    if kind == POLL:
-        fields["pred"] = _pred_tuple(op.until)
-    if getattr(op, "into", None) is not None:
-        fields["into"] = repr(op.into)
-    if hasattr(op, "into_offset"):
-        fields["into_offset"] = _src(op.into_offset)
-    for name in ("sem", "scope"):
-        if hasattr(op, name):
-            consts[name] = getattr(op, name)
-    if kind == FENCE:  # a fence has no sem; keep its kind (sc / acq_rel) there
-        consts["sem"] = op.kind
-    consts["leader"] = getattr(op, "issuer", Issuer.ALL) is Issuer.LEADER
-    sem = getattr(op, "sem", None)
-    consts["releasing"] = sem in _RELEASING
-    consts["acquiring"] = sem in _ACQUIRING
-    lines = ["def bind(e, loops):", "    o = new(BoundOp)", "    o.op = op", "    o.loops = loops"]
-    for slot in BoundOp.__slots__:
+    fields, consts = f.fields, f.consts
+    lines = ["def bind(e, loops):", "    o = new(SimOp)", "    o.op = op", "    o.loops = loops"]
+    for slot in SimOp.__slots__:
         if slot in ("op", "loops"):
             continue
         if slot in fields:
@@ -190,23 +333,14 @@ def _binder(op: Any, program: Program) -> tuple[Callable[[dict, tuple], BoundOp]
     if sized:
         lines.append("def rebind(o, e):")
         lines += [f"    o.{slot} = {fields[slot]}" for slot in sized]
-    namespace: dict[str, Any] = {"new": object.__new__, "BoundOp": BoundOp, "op": op}
+    namespace: dict[str, Any] = {"new": object.__new__, "SimOp": SimOp, "op": op}
     namespace.update({f"c_{k}": v for k, v in consts.items()})
     exec("\n".join(lines), namespace)  # noqa: S102 - source built above from IR expressions only
     timed_by_rank = any("e['RANK']" in fields.get(slot, "") for slot in _TIMED_FIELDS)
     return namespace["bind"], namespace.get("rebind"), timed_by_rank
 
 
-def _contains(ops: tuple, kinds: tuple[type, ...]) -> bool:
-    for op in ops:
-        if isinstance(op, kinds):
-            return True
-        if isinstance(op, Loop) and _contains(op.body, kinds):
-            return True
-    return False
-
-
-class Lowered:
+class SimProgram:
     """A program compiled for fast binding: :meth:`bind` gives a rank's item tree, :meth:`flat` its op list."""
 
     def __init__(self, program: Program) -> None:
@@ -218,42 +352,16 @@ class Lowered:
         self.rank_timed: set[int] = set()
         #: whether all of a CTA's threads load data from, or store (or apply atomics) to, symmetric memory
         self.loads_data = self.stores_data = False
+        #: whether the program applies atomics whose operand is data (vector reductions)
+        self.data_atomics = False
         #: whether the program has multimem ops (one op reaches every rank's memory through the switch)
         self.multicast = False
-        self._tree = self._compile(program.ops)
+        self._tree = _Compiler(self).compile(program.ops)
         # per thread: (NRANKS/ITER key, {rank: (items, size-dependent updates)}), so threads never share items
-        self._reuse: dict[int, tuple[tuple, dict[int, tuple[list[Any], list[tuple]]]]] = {}
+        self._reuse: dict[int, tuple[tuple, dict[int, tuple[BoundRank, list[tuple]]]]] = {}
 
-    def _compile(self, ops: tuple) -> list[Any]:
-        out: list[Any] = []
-        for op in ops:
-            if isinstance(op, Loop):
-                body = self._compile(op.body)
-                if not body:  # nothing to run however often it repeats (an algorithm's phase with no ops here)
-                    continue
-                lanes = not _contains(op.body, (SyncGroup,))
-                source = _src(op.count)
-                self._sized_loops |= "e['MSG']" in source
-                self.rank_shaped |= "e['RANK']" in source
-                count = eval(f"lambda e: {source}")  # noqa: S307 - IR expression source
-                out.append(("loop", op.var, count, body, lanes, op.label, _contains(op.body, (PollUntil,))))
-            else:
-                if isinstance(op, (MultimemLoadReduce, MultimemStore, MultimemRed)):
-                    self.multicast = True
-                if (isinstance(op, (Load, Store, Atomic, MultimemLoadReduce, MultimemStore, MultimemRed))
-                        and getattr(op, "issuer", Issuer.ALL) is Issuer.ALL):
-                    if isinstance(op, (Load, MultimemLoadReduce)):
-                        self.loads_data = True
-                    else:
-                        self.stores_data = True
-                bind, rebind, timed_by_rank = _binder(op, self.program)
-                if timed_by_rank:
-                    self.rank_timed.add(id(op))
-                out.append(("op", bind, rebind))
-        return out
-
-    def bind(self, env: Mapping[str, int], reuse: bool = False) -> list[Any]:
-        """The items of one rank: :class:`BoundOp` and :class:`Block` objects in program order.
+    def bind(self, env: Mapping[str, int], reuse: bool = False) -> BoundRank:
+        """The items of one rank: :class:`SimOp` and :class:`Block` objects in program order.
 
         With ``reuse``, a rank bound just before for the same ``NRANKS`` and ``ITER`` gets its previous
         items back with only the size-dependent fields recomputed (those items change in place, so a
@@ -261,7 +369,7 @@ class Lowered:
         """
         e = dict(env)
         if not reuse or self._sized_loops:
-            return self._bind(self._tree, e, (), None)
+            return BoundRank(self._bind(self._tree, e, (), None))
         key = tuple(sorted((k, v) for k, v in e.items() if k not in ("RANK", "MSG")))
         thread = threading.get_ident()
         cached = self._reuse.get(thread)
@@ -270,7 +378,7 @@ class Lowered:
         found = cached[1].get(e["RANK"])
         if found is None:
             updates: list[tuple] = []
-            items = self._bind(self._tree, e, (), updates)
+            items = BoundRank(self._bind(self._tree, e, (), updates))
             cached[1][e["RANK"]] = (items, updates)
             return items
         items, updates = found
@@ -302,9 +410,9 @@ class Lowered:
             out.append(Block(lanes, iterations, label, has_poll))
         return out
 
-    def flat(self, env: Mapping[str, int]) -> list[BoundOp]:
+    def flat(self, env: Mapping[str, int]) -> list[SimOp]:
         """Every bound op in program order (what :meth:`Program.flatten` lists)."""
-        out: list[BoundOp] = []
+        out: list[SimOp] = []
 
         def visit(items: list[Any]) -> None:
             for item in items:
@@ -321,6 +429,6 @@ class Lowered:
 _MISSING = object()
 
 
-def lower(program: Program) -> Lowered:
-    """Compile ``program`` for the simulator (see :class:`Lowered`)."""
-    return Lowered(program)
+def lower_for_sim(program: Program) -> SimProgram:
+    """Compile ``program`` for the simulator (see :class:`SimProgram`)."""
+    return SimProgram(program)

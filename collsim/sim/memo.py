@@ -1,8 +1,11 @@
-"""Facts computed once per topology: cached on the topology object's identity, forgotten with it.
+"""The simulator's caches, all bounded: facts per topology, and a least-recently-used table for the rest.
 
 A scenario costs hundreds of rows on one loaded topology; what the simulator derives from it (routes' links,
 the GPUs' generations and egress, whether the ranks are rotation-symmetric) does not change, so each fact
-is computed the first time a row asks for it.
+is computed the first time a row asks for it (:class:`PerTopology`, held only as long as the topology is).
+Programs per protocol and algorithm, resolved cost sets and simulated kernels are kept in
+:class:`LruCache` tables of a fixed size; :func:`clear_caches` empties every one (for benchmarks that time
+cold runs).
 
 >>> from collsim.topology import load_topology
 >>> counted = []
@@ -14,11 +17,16 @@ is computed the first time a row asks for it.
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 from typing import Any, Callable, Hashable
 
-__all__ = ["PerTopology"]
+__all__ = ["PerTopology", "LruCache", "clear_caches"]
 
 _MISSING = object()
+
+
+#: Every cache made here, so :func:`clear_caches` can empty them.
+_ALL: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
 
 class PerTopology:
@@ -26,6 +34,10 @@ class PerTopology:
 
     def __init__(self) -> None:
         self._tables: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+        _ALL.add(self)
+
+    def clear(self) -> None:
+        self._tables.clear()
 
     def table(self, topology: Any) -> dict:
         """The facts kept for ``topology`` (a fresh dict, kept by no one, if it cannot be weakly referenced)."""
@@ -45,3 +57,46 @@ class PerTopology:
         if found is _MISSING:
             found = table[key] = compute()
         return found
+
+
+class LruCache:
+    """At most ``maxsize`` values by key; the least recently used goes first.
+
+    >>> cache = LruCache(2)
+    >>> [cache.get(k, lambda k=k: k * 10) for k in (1, 2, 1, 3)], sorted(cache.keys())
+    ([10, 20, 10, 30], [1, 3])
+    """
+
+    def __init__(self, maxsize: int) -> None:
+        if maxsize < 1:
+            raise ValueError(f"a cache holds at least one value, not {maxsize}")
+        self.maxsize = maxsize
+        self._table: "OrderedDict[Hashable, Any]" = OrderedDict()
+        _ALL.add(self)
+
+    def get(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """The value of ``key``: ``compute()`` when it is not kept (then kept, the oldest value dropped)."""
+        table = self._table
+        found = table.get(key, _MISSING)
+        if found is _MISSING:
+            found = table[key] = compute()
+            if len(table) > self.maxsize:
+                table.popitem(last=False)
+        else:
+            table.move_to_end(key)
+        return found
+
+    def keys(self) -> list[Hashable]:
+        return list(self._table)
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def clear(self) -> None:
+        self._table.clear()
+
+
+def clear_caches() -> None:
+    """Empty every cache of the simulator (programs, cost sets, kernels, per-topology facts)."""
+    for cache in list(_ALL):
+        cache.clear()

@@ -9,7 +9,10 @@ counter, write data, write the sentinel).
 
 A poll asks :meth:`Location.satisfied_at`: the earliest time at which every
 polled line satisfies the predicate, judged from the writes visible by then
-in the order they became visible. Writes of earlier launches are complete
+in the order they became visible. The predicate is the poll's own
+:class:`~collsim.ir.ops.Predicate`, and :meth:`~collsim.ir.ops.Predicate.holds`
+(the IR's one evaluator, which the verifier and emitter use too) decides
+each polled word, user data and the sentinel included. Writes of earlier launches are complete
 before this one starts (stream order), and every buffer starts from its
 declared ``init`` (zero or the sentinel); a simulated launch is the first
 use of its slots, which is how a steady-state launch sees them too: stale
@@ -22,23 +25,16 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Any, Callable
 
-__all__ = ["DATA", "SENTINEL", "RMW_HOW", "Write", "Location", "Memory", "predicate_holds"]
+from collsim.ir.ops import DATA_WORD, SENTINEL_WORD, Predicate
+
+__all__ = ["DATA", "SENTINEL", "RMW_HOW", "Write", "Location", "Memory"]
 
 
-class _Marker:
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
-
-
-#: The polled word holds user data (not the sentinel).
-DATA = _Marker("DATA")
+#: The polled word holds user data (not the sentinel): the IR's symbolic word, which
+#: :meth:`collsim.ir.ops.Predicate.holds` decides.
+DATA = DATA_WORD
 #: The polled word holds the sentinel pattern.
-SENTINEL = _Marker("SENTINEL")
+SENTINEL = SENTINEL_WORD
 
 #: How a read-modify-write (by its operator's name) lands on the word a poll reads: ``add``, ``max`` or
 #: ``set`` (exch, cas and min are taken as setting the word).
@@ -57,20 +53,6 @@ class Write:
         self.how = how
         self.value = value
         self.transfer = transfer
-
-
-def predicate_holds(pred: tuple[str, Any], value: Any) -> bool:
-    """Whether the polled word ``value`` satisfies ``pred`` (``eq``, ``ge`` or ``ne``).
-
-    >>> predicate_holds(("ge", 3), 4), predicate_holds(("ne", 0xFFFAFFFA), SENTINEL)
-    (True, False)
-    """
-    kind, target = pred
-    if kind == "eq":
-        return value is not DATA and value is not SENTINEL and value == target
-    if kind == "ge":
-        return isinstance(value, int) and value >= target
-    return value is not SENTINEL and value != target
 
 
 def _apply(value: Any, how: str, operand: Any) -> Any:
@@ -125,7 +107,17 @@ class Location:
             values.append(_apply(values[-1], w.how, w.value))
         return values[count]
 
-    def satisfied_by_last(self, lo: int, hi: int, pred: tuple[str, Any], after: float) -> tuple[float, Write] | None | bool:
+    def value_at(self, lo: int, lines: int, time: float) -> Any:
+        """The polled word of lines ``[lo, lo + lines)`` at ``time`` when every write covers them all (a counter
+        or flag location), else None."""
+        span = self.range
+        if not self.writes:
+            return self.init
+        if span is None or span[0] > lo or span[1] < lo + lines:
+            return None
+        return self._value(bisect_right(self.visibles, time))
+
+    def satisfied_by_last(self, lo: int, hi: int, pred: Predicate, after: float) -> tuple[float, Write] | None | bool:
         """:meth:`satisfied_at` after one write was added, when the writes before it never satisfied ``pred``
         from ``after`` on; ``False`` where this shortcut does not apply (call :meth:`satisfied_at`).
 
@@ -139,9 +131,9 @@ class Location:
         if (last is None or last.visible <= after or span is None or span[0] > lo or span[1] < hi
                 or (len(writes) > 1 and self.visibles[-2] > last.visible)):
             return False
-        return (last.visible, last) if predicate_holds(pred, self._value(len(writes))) else None
+        return (last.visible, last) if pred.holds(self._value(len(writes))) else None
 
-    def satisfied_at(self, lo: int, hi: int, pred: tuple[str, Any], after: float) -> tuple[float, Write | None] | None:
+    def satisfied_at(self, lo: int, hi: int, pred: Predicate, after: float) -> tuple[float, Write | None] | None:
         """Earliest time ``>= after`` at which lines ``[lo, hi)`` all satisfy ``pred``, with the write that made it so.
 
         ``None`` when the writes recorded so far never satisfy it (the poll
@@ -149,26 +141,26 @@ class Location:
         """
         writes = self.writes
         if not writes:
-            return (after, None) if predicate_holds(pred, self.init) else None
+            return (after, None) if pred.holds(self.init) else None
         span = self.range
         if span is not None and span[0] <= lo and span[1] >= hi:  # every write covers all polled lines
             count = bisect_right(self.visibles, after)
-            if predicate_holds(pred, self._value(count)):
+            if pred.holds(self._value(count)):
                 # the write since which it has held (None: since the start), not merely the last one by then:
                 # a later write that kept it true did not decide the poll
-                while count and predicate_holds(pred, self._value(count - 1)):
+                while count and pred.holds(self._value(count - 1)):
                     count -= 1
                 return after, (writes[count - 1] if count else None)
             for index in range(count, len(writes)):
-                if predicate_holds(pred, self._value(index + 1)):
+                if pred.holds(self._value(index + 1)):
                     return writes[index].visible, writes[index]
             return None
         return self._satisfied_general(lo, hi, pred, after)
 
-    def _satisfied_general(self, lo: int, hi: int, pred: tuple[str, Any], after: float) -> tuple[float, Write | None] | None:
+    def _satisfied_general(self, lo: int, hi: int, pred: Predicate, after: float) -> tuple[float, Write | None] | None:
         relevant = [w for w in self.writes if w.lo < hi and w.hi > lo]  # already in visible order
         if not relevant:
-            return (after, None) if predicate_holds(pred, self.init) else None
+            return (after, None) if pred.holds(self.init) else None
         cuts = sorted({lo, hi} | {w.lo for w in relevant if lo < w.lo < hi} | {w.hi for w in relevant if lo < w.hi < hi})
         segments = list(zip(cuts, cuts[1:]))
         candidates = [after] + [w.visible for w in relevant if w.visible > after]
@@ -184,7 +176,7 @@ class Location:
                         value = _apply(value, w.how, w.value)
                         if last is None or w.visible > last.visible:
                             last = w
-                if not predicate_holds(pred, value):
+                if not pred.holds(value):
                     ok = False
                     break
             if ok:

@@ -8,28 +8,27 @@ is the registered model function and returns a
 from __future__ import annotations
 
 import gc
-import weakref
-from collections import OrderedDict
+import math
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import Any
 
 from collsim.algorithms import generate
 from collsim.errors import CollsimError, InputError
 from collsim.ir.program import Program
-from collsim.models import SimRequest, SimResult
-from collsim.sim.channels import default_channels
+from collsim.models import LAUNCH_MODES, SimRequest, SimResult
+from collsim.sim.channels import default_channels, ring_channels
 from collsim.sim.costs import GENERATIONS, Costs, load_costs
 from collsim.sim.fabric import fold_reason
 from collsim.sim.links import FoldAbandoned
-from collsim.sim.lower import Lowered, lower
-from collsim.sim.memo import PerTopology
+from collsim.sim.lower import SimProgram, lower_for_sim
+from collsim.sim.memo import LruCache, PerTopology
 from collsim.sim.simulation import Outcome, Simulation, _route_facts, _route_table, buffer_inits
 from collsim.sim.symmetry import Fold, Rotation, fold_or_reason, rotation_or_reason
-from collsim.sim.trace import Step, breakdown_of, critical_path
+from collsim.sim.trace import PathStep, breakdown_of, critical_path
 
-__all__ = ["DesRun", "run_des", "des_model", "program_for", "generation_of", "symmetry_of"]
+__all__ = ["DesRun", "run_des", "des_model", "program_for", "generation_of", "symmetry_of", "harness_us",
+           "forget_kernels"]
 
 #: The launch index simulated: the first use of every slot, which costs what a steady-state launch does
 #: (see collsim.sim.memory).
@@ -44,11 +43,13 @@ class DesRun:
     costs: Costs
     channels: int
     outcome: Outcome
-    steps: list[Step]
+    steps: list[PathStep]
     breakdown: dict[str, float]
     notes: list[str]
     #: how the launch was simulated: rank 0 alone for all ranks, or every rank and why (see collsim.sim.symmetry)
     symmetry: str = "every rank simulated"
+    #: what the measurement harness charged before the kernel started (in ``breakdown["launch"]``)
+    before_kernel_us: float = 0.0
 
     @property
     def latency_us(self) -> float:
@@ -60,26 +61,71 @@ def _protocol_key(protocol: Any) -> tuple:
     return (type(protocol), tuple(sorted((k, repr(v)) for k, v in params.items())))
 
 
-_PROGRAMS: dict[tuple, tuple[Program, Lowered]] = {}
+#: (protocol key, algorithm) -> (program, its lowering)
+_PROGRAMS = LruCache(256)
 
 
-def program_for(protocol: Any, algorithm: str) -> tuple[Program, Lowered]:
+def program_for(protocol: Any, algorithm: str) -> tuple[Program, SimProgram]:
     """The generated program and its lowered form, cached per protocol class, parameters and algorithm."""
-    key = (_protocol_key(protocol), algorithm)
-    found = _PROGRAMS.get(key)
-    if found is None:
+    def build() -> tuple[Program, SimProgram]:
         program = generate(protocol, algorithm)
-        found = _PROGRAMS[key] = (program, lower(program))
-    return found
+        return program, lower_for_sim(program)
+
+    return _PROGRAMS.get((_protocol_key(protocol), algorithm), build)
 
 
-def per_cta_rate(lowered: Lowered, costs: Costs) -> float:
-    """The per-CTA bandwidth of the slowest op kind that moves the program's data (all-thread loads, stores
-    and atomics): what decides how many CTAs saturate the links."""
+def per_cta_rate(lowered: SimProgram, costs: Costs, topology: Any, ranks: int) -> float:
+    """The per-CTA bandwidth (GB/s) of the slowest op kind that moves the program's data (all-thread loads,
+    stores and atomics): what decides how many CTAs saturate the links. A CTA pulls the loads it keeps in
+    flight over the round trip to a peer (rank 0 to rank 1)."""
     c = costs.nvlink
-    if lowered.loads_data:
-        return min(c.cta_load_gbps, c.cta_store_gbps) if lowered.stores_data else c.cta_load_gbps
-    return c.cta_store_gbps
+    if not lowered.loads_data:
+        return c.cta_store_gbps
+    facts = _route_facts(topology, _route_table(topology), 0, 1), _route_facts(topology, _route_table(topology), 1, 0)
+    route_costs = costs.for_route(facts[0][2] and facts[1][2])
+    load = route_costs.cta_bytes_in_flight / (facts[0][1] + route_costs.remote_read_us + facts[1][1]) / 1e3
+    return min(load, c.cta_store_gbps) if lowered.stores_data else load
+
+
+def channels_for(request: SimRequest, costs: Costs, program: Program, lowered: SimProgram) -> int:
+    """The channels (CTAs per rank) a launch uses: the request's, else what NCCL would give a ring and what
+    the symmetric-memory kernels give one-shot and two-shot programs (:mod:`collsim.sim.channels`)."""
+    if request.channels:
+        return request.channels
+    topo, n = request.topology, request.ranks
+    if program.algorithm == "ring":
+        return ring_channels(topo, n, costs, request.protocol.analytic_family, request.size_bytes)
+    return default_channels(topo, n, costs, request.size_bytes, per_cta_rate(lowered, costs, topo, n))
+
+
+def harness_us(costs: Costs, launch: str, kernel_us: float) -> float:
+    """What the measurement harness ``launch`` adds to a kernel that takes ``kernel_us`` in CUDA-graph steady
+    state (:data:`collsim.models.LAUNCH_MODES`).
+
+    ``graph``: nothing (the kernel's start is part of it). ``eager`` and ``host-loop``: back-to-back launches
+    overlap the running kernel, so a call costs the slower of the host's part of the call (a collective
+    library's launch, ``launch_overhead_us``, or one custom-op call from a host loop, ``host_call_us``) and
+    the kernel behind the stream gap a stream-ordered launch pays. ``events``: one call between two CUDA
+    events with its launch hidden: the stream gap, the event pair's floor and what the harness's cache flush
+    costs the call. ``single-call``: one call on an idle stream between two CUDA events (after a barrier):
+    the host's launch falls inside the interval, so the event pair's floor and the whole launch.
+
+    >>> costs = load_costs("hopper", {"launch_overhead_us": 4.0})
+    >>> harness_us(costs, "graph", 10.0), harness_us(costs, "eager", 10.0), harness_us(costs, "eager", 1.0)
+    (0.0, 0.6, 3.0)
+    """
+    c = costs.nvlink
+    if launch == "graph":
+        return 0.0
+    if launch == "eager":
+        return max(c.launch_overhead_us - kernel_us, c.stream_gap_us)
+    if launch == "host-loop":
+        return max(c.host_call_us - kernel_us, c.stream_gap_us)
+    if launch == "events":
+        return c.stream_gap_us + c.event_pair_us + c.harness_cold_us
+    if launch == "single-call":
+        return c.event_pair_us + c.launch_overhead_us
+    raise InputError(f"unknown launch mode {launch!r}", field="launch", choices=LAUNCH_MODES)
 
 
 def generation_of(topology: Any, ranks: int) -> str:
@@ -101,9 +147,12 @@ def _generations(topology: Any, ranks: int) -> frozenset:
                             lambda: frozenset(str(topology.generation(r)).lower() for r in range(ranks)))
 
 
-@lru_cache(maxsize=256)
+#: (generation, frozen overrides) -> the resolved cost set
+_COSTS = LruCache(256)
+
+
 def _cached_costs(generation: str, overrides: tuple) -> Costs:
-    return load_costs(generation, dict(overrides))
+    return _COSTS.get((generation, overrides), lambda: load_costs(generation, dict(overrides)))
 
 
 def _freeze(costs: Any) -> tuple:
@@ -166,7 +215,7 @@ def run_des(request: SimRequest, symmetric: bool = False) -> DesRun:
         return _run_des(request, symmetric)
 
 
-def _fold(request: SimRequest, costs: Costs, lowered: Lowered, items: list[list[Any]]) -> Fold | str:
+def _fold(request: SimRequest, costs: Costs, lowered: SimProgram, items: list[list[Any]]) -> Fold | str:
     """The rank-symmetry fold of this launch, or why it cannot be simulated as one rank."""
     c = costs.nvlink
     if request.timeline:
@@ -203,10 +252,11 @@ def _run_des(request: SimRequest, symmetric: bool = False) -> DesRun:
     topo, n = request.topology, request.ranks
     costs = _cached_costs(generation_of(topo, n), _freeze(request.costs))
     program, lowered = program_for(request.protocol, request.algorithm)
-    channels = request.channels or default_channels(topo, n, costs, request.size_bytes,
-                                                    per_cta_rate(lowered, costs))
+    channels = channels_for(request, costs, program, lowered)
     c = costs.nvlink
-    launch_us = c.launch_overhead_us if request.launch == "eager" else 0.0
+    # what the harness charges before the kernel (the part of it that depends on the kernel's own length,
+    # a launch-bound eager loop, is added to the result by des_model)
+    launch_us = harness_us(costs, request.launch, math.inf) if request.launch != "graph" else 0.0
     start = launch_us + c.kernel_start_us
     items = [lowered.bind({"RANK": r, "NRANKS": n, "ITER": SIMULATED_ITER, "MSG": request.size_bytes}, reuse=True)
              for r in range(n)]
@@ -216,7 +266,8 @@ def _run_des(request: SimRequest, symmetric: bool = False) -> DesRun:
     fold = _fold(request, costs, lowered, items) if symmetric else None
     if isinstance(fold, Fold):
         try:
-            outcome = Simulation(topo, n, items, inits, costs, channels, start, launch_us, fold=fold).run()
+            outcome = Simulation(topo, n, items, inits, costs, channels, start, launch_us, fold=fold,
+                                 elem_bytes=request.elem_bytes, data_atomics=lowered.data_atomics).run()
             symmetry = f"rank 0 simulated for all {n} ranks: each runs rank 0's program rotated by its rank"
         except (FoldAbandoned, CollsimError) as err:
             # order-dependent sharing or writes, or a hang: the full simulation decides
@@ -225,9 +276,11 @@ def _run_des(request: SimRequest, symmetric: bool = False) -> DesRun:
         symmetry = f"every rank simulated: {fold}"
     if outcome is None:
         outcome = Simulation(topo, n, items, inits, costs, channels, start, launch_us,
-                             record=request.timeline).run()
+                             record=request.timeline, elem_bytes=request.elem_bytes,
+                             data_atomics=lowered.data_atomics).run()
     steps = critical_path(outcome.finals[outcome.slowest])
-    return DesRun(request, costs, channels, outcome, steps, breakdown_of(steps), _notes(request), symmetry)
+    return DesRun(request, costs, channels, outcome, steps, breakdown_of(steps), _notes(request), symmetry,
+                  launch_us)
 
 
 def _timeline(run: DesRun) -> list[dict[str, Any]]:
@@ -248,12 +301,17 @@ def _timeline(run: DesRun) -> list[dict[str, Any]]:
     return events
 
 
-#: topology -> {kernel key: (launch mode, breakdown, events, notes, channels)} of kernels simulated for one
-#: launch mode and not yet asked for in the other
-_KERNELS: "weakref.WeakKeyDictionary[Any, OrderedDict]" = weakref.WeakKeyDictionary()
+#: topology -> its simulated kernels, {kernel key: (breakdown, events, notes, channels)}
+_KERNELS = PerTopology()
 #: Kernels kept per topology: a scenario lists every size of a configuration for one launch mode, then
 #: for the other, so the same kernel comes back a few dozen rows later.
 KERNELS_KEPT = 256
+
+
+def forget_kernels() -> None:
+    """Empty the cache of simulated kernels, so that the next request simulates (for benchmarks that time
+    repeated requests; results do not change)."""
+    _KERNELS.clear()
 
 
 def _kernel_key(request: SimRequest) -> tuple:
@@ -262,52 +320,42 @@ def _kernel_key(request: SimRequest) -> tuple:
             request.channels, _freeze(request.costs))
 
 
-def _kernel(request: SimRequest) -> tuple[dict[str, float], int, list[str], int]:
-    """``(breakdown, events, notes, channels)`` of the kernel alone (a graph launch).
+def _kernel(request: SimRequest) -> tuple[dict[str, float], int, tuple[str, ...], int]:
+    """``(breakdown, events, notes, channels)`` of the kernel alone (a graph launch), simulated once per
+    kernel key and topology while it stays among the :data:`KERNELS_KEPT` most recent."""
+    def simulate() -> tuple[dict[str, float], int, tuple[str, ...], int]:
+        run = run_des(replace(request, launch="graph"), symmetric=True)
+        return run.breakdown, run.outcome.events, tuple(run.notes), run.channels
 
-    A kernel simulated for one launch mode is handed once to the first request for the other mode;
-    a request for the same mode again simulates again (so repeated requests, as in a benchmark, cost
-    what a simulation costs).
-    """
-    try:
-        table = _KERNELS[request.topology]
-    except KeyError:
-        table = _KERNELS[request.topology] = OrderedDict()
-    key = _kernel_key(request)
-    found = table.get(key)
-    if found is not None and found[0] != request.launch:
-        del table[key]
-        return found[1:]
-    run = run_des(replace(request, launch="graph"), symmetric=True)
-    found = table[key] = (request.launch, run.breakdown, run.outcome.events, run.notes, run.channels)
-    table.move_to_end(key)
-    del run
-    if len(table) > KERNELS_KEPT:
-        table.popitem(last=False)
-    return found[1:]
+    kernels = _KERNELS.get(request.topology, "kernels", lambda: LruCache(KERNELS_KEPT))
+    return kernels.get(_kernel_key(request), simulate)
 
 
 def des_model(request: SimRequest) -> SimResult:
     """The registered ``des`` model function.
 
-    An eager launch is the same kernel as a graph launch, started ``launch_overhead_us`` later on every
-    rank; nothing in the model depends on absolute time, so its result is the graph launch's with that
-    overhead added to ``launch``, and a scenario with both modes simulates each kernel once. (A timeline
-    is simulated as asked, with its absolute times.)
+    Every measurement harness times the same kernel (:func:`harness_us` says what each adds to it), and
+    nothing in the model depends on absolute time, so the kernel is simulated once, as a graph launch, and
+    each launch mode's result is that kernel's with its harness added to ``launch``: a scenario with
+    several modes simulates each kernel once. (A timeline is simulated with the harness before the
+    kernel, at its absolute times.)
     """
     # The run's nodes are freed (by reference counting) before the collector is on again, so it has
     # little left to scan.
     with _collector_paused():
+        costs = _cached_costs(generation_of(request.topology, request.ranks), _freeze(request.costs))
         if request.timeline:
             run = run_des(request)
-            result = SimResult.from_breakdown(request, run.breakdown, model="des", timeline=_timeline(run),
+            breakdown = dict(run.breakdown)
+            kernel = sum(breakdown.values()) - run.before_kernel_us
+            breakdown["launch"] += harness_us(costs, request.launch, kernel) - run.before_kernel_us
+            result = SimResult.from_breakdown(request, breakdown, model="des", timeline=_timeline(run),
                                               events=run.outcome.events, notes=run.notes, channels=run.channels)
             del run
             return result
         breakdown, events, notes, channels = _kernel(request)
-        if request.launch == "eager":
-            costs = _cached_costs(generation_of(request.topology, request.ranks), _freeze(request.costs))
+        if request.launch != "graph":
             breakdown = dict(breakdown)
-            breakdown["launch"] = breakdown.get("launch", 0.0) + costs.nvlink.launch_overhead_us
+            breakdown["launch"] += harness_us(costs, request.launch, sum(breakdown.values()))
         return SimResult.from_breakdown(request, breakdown, model="des", events=events, notes=list(notes),
                                         channels=channels)

@@ -26,8 +26,9 @@ Store / Atomic (non-blocking issue)
 Load (non-blocking; the register is ready later)
     Remote: the request travels to the owner (route latency +
     ``remote_read_us``), the bytes come back through the owner→reader links
-    and the reader's load engine, plus the return latency. Acquire loads
-    block until ready.
+    and the reader's load engine (``channels × cta_bytes_in_flight`` per
+    round trip, Little's law), plus the return latency. Local: through HBM
+    and the local-load engine. Acquire loads block until ready.
 PollUntil (blocking)
     Samples its lines every ``poll_period_us`` (local) or every round trip
     (remote, each sample being a remote load) from when it starts; it
@@ -40,10 +41,16 @@ Fence (blocking)
     Waits until every store, atomic and load the thread issued is
     acknowledged, then ``fence_sys_us`` (``fence_gpu_us`` at gpu scope,
     plus ``fence_sc_extra_us`` for ``fence.sc``).
-Reduce / WriteOutput (blocking)
-    Wait for their register sources, then move the bytes they read from
-    input (registers are already on chip) and write to the output through
-    the HBM pipe at ``hbm_efficiency × hbm_gbps``.
+Reduce / WriteOutput (non-blocking side work of the thread)
+    Start as their register sources start filling (a register filled by a
+    long load or receive streams: its first bytes are ready before its
+    last) and end no earlier than the last source. A reduce adds
+    ``operands − 1`` vectors at ``channels × fp32_lanes_per_sm ×
+    sm_clock_ghz`` elements per µs and reads its input operand through HBM
+    (``hbm_efficiency × hbm_gbps``) and the local-load engine
+    (``channels × cta_local_load_gbps``); an output write moves its bytes
+    through HBM. Their end is outstanding work a group barrier, fence or
+    kernel end waits for.
 SyncGroup (blocking)
     Waits until the thread group finished issuing everything it issued
     (stores drained into the network, loads returned), then
@@ -60,17 +67,17 @@ Every op also costs ``op_overhead_us`` of instruction issue.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from collsim.ir.ops import OP_TYPES
+from collsim.ir.ops import OP_TYPES, AtLeast
 from collsim.ir.types import FenceKind, Scope
+from collsim.ir.visit import OpVisitor, method_name
+from collsim.sim import fabric
 from collsim.sim.links import Transfer, place, reserve
-from collsim.sim.fabric import run_multimem
-from collsim.sim.lower import ATOMIC, FENCE, KERNEL_END, LOAD, MC_LOAD_REDUCE, POLL, REDUCE, STORE, SYNC, WRITE, Block
+from collsim.sim.lower import ATOMIC, FENCE, KERNEL_END, LOAD, REDUCE, STORE, SYNC, Block, SimKind
 from collsim.sim.memory import DATA, RMW_HOW, SENTINEL, Write
-from collsim.sim.trace import Node
-
-if TYPE_CHECKING:  # pragma: no cover
-    from collsim.sim.simulation import Simulation
+from collsim.sim.trace import PathNode
 
 __all__ = ["Rank", "Thread"]
 
@@ -88,7 +95,7 @@ class Thread:
 
     __slots__ = ("t", "node", "issued", "issued_by", "acked", "acked_by", "loaded", "loaded_by", "pending")
 
-    def __init__(self, t: float, node: Node) -> None:
+    def __init__(self, t: float, node: PathNode) -> None:
         self.t = t
         self.node = node
         self.issued = self.acked = self.loaded = 0.0
@@ -121,7 +128,7 @@ class _PollWatch:
 
     __slots__ = ("sim", "loc", "lo", "hi", "pred", "first", "decided", "wake", "token", "found", "seen")
 
-    def __init__(self, sim: Any, loc: Any, lo: int, hi: int, pred: tuple, first: float, found: Any) -> None:
+    def __init__(self, sim: Any, loc: Any, lo: int, hi: int, pred: Any, first: float, found: Any) -> None:
         self.sim, self.loc, self.lo, self.hi, self.pred, self.first = sim, loc, lo, hi, pred, first
         self.decided = sim.env.event()
         self.wake: float | None = None  # when the current timer fires
@@ -175,25 +182,48 @@ class _PollWatch:
             self.poke(found)
 
 
-class Rank:
-    """The state and process of one rank (see the module docstring for the costs)."""
+class Rank(OpVisitor):
+    """The state and process of one rank (see the module docstring for the costs).
 
-    def __init__(self, sim: "Simulation", rank: int, items: list[Any]) -> None:
+    The rank is the simulator's walk over the op set: one ``visit_<op>(thread, op)`` rule per operation
+    class (an :class:`~collsim.ir.visit.OpVisitor`), called through a table indexed by the bound op's
+    :class:`~collsim.sim.lower.SimKind`. A rule does its work at once and returns None, or returns a
+    generator when it must first wait in simulated time (the walk runs it).
+
+    ``sim`` is the :class:`~collsim.sim.simulation.Simulation` the rank belongs to.
+    """
+
+    consumer = "the simulator"
+
+    def __init__(self, sim: Any, rank: int, items: list[Any]) -> None:
         self.sim = sim
         self.rank = rank
         self.items = items
         self.c = sim.costs.nvlink
         self.regs: dict[str, tuple[float, Any]] = {}
         self.reg_pending: dict[str, Any] = {}
-        self.st_engine, self.ld_engine, self.hbm = sim.rank_pipes(rank)
+        self.st_engine, self.ld_engine, self.hbm, self.local_ld = sim.rank_pipes(rank)
+        #: location key -> the counter value this rank's threads last read there (NCCL keeps the peer's head
+        #: in a register, connHeadCache in src/device/prims_ll.h): an "at least" poll that value satisfies
+        #: needs no load, since counters only grow
+        self._counters: dict[tuple, Any] = {}
         self.end = 0.0
-        self.final: Node | None = None
+        self.final: PathNode | None = None
         self._preplaced: list[float] | None = None
         self._pairs: dict[int, tuple[Any, Any]] = {}
+        self._rates: dict[int, float] = {}
         self._polls: dict[int, tuple] = {}
         self._out: dict[int, tuple] = {}
         self.record = sim.record
         self.memory = sim.memory
+        #: bytes the rank's CTAs keep outstanding: a transfer up to that size is not paced by their engine
+        self.burst = sim.channels * self.c.cta_bytes_in_flight
+        #: element additions per µs of the rank's CTAs (FP32 lanes x clock)
+        self.add_rate = sim.channels * self.c.fp32_lanes_per_sm * self.c.sm_clock_ghz * 1e3
+        #: kind -> this rank's rule for it (the visitor's dispatch, as a list for the hot path)
+        self._rules: list[Any] = [None] * len(OP_TYPES)  # a Loop is a Block, walked by visit_loop
+        for kind in SimKind:
+            self._rules[kind] = getattr(self, method_name(OP_TYPES[kind]))
 
     # ------------------------------------------------------------------ helpers
 
@@ -207,16 +237,24 @@ class Rank:
             end = th.t
         if end <= start + EPS and cause is None:
             return
-        node = Node(self.rank, start, end, kind, label, prev, cause, cause_at, what)
+        node = PathNode(self.rank, start, end, kind, label, prev, cause, cause_at, what)
         th.node = node
         th.t = end
         if self.record:
             self.sim.nodes.append(node)
 
-    def _wait_register(self, th: Thread, name: str, label: Any) -> None:
-        ready = self.regs.get(name)
-        if ready is not None and ready[0] > th.t + EPS:
-            self._advance(th, ready[0], "data", label, "waits for register " + name, ready[1], ready[0])
+    def _stream_register(self, th: Thread, name: str, label: Any) -> tuple[float, Any]:
+        """Wait until the first elements of register ``name`` are there and return ``(when its last element
+        is, what produced it)``: a consumer works through a register element by element as its producer
+        fills it (a CTA's threads load, add and store their elements in one pass, as NCCL's reduceCopy
+        does), so it may start on the first and cannot finish before the last."""
+        found = self.regs.get(name)
+        if found is None:
+            return 0.0, None
+        ready, producer, first = found
+        if first > th.t + EPS:
+            self._advance(th, first, "data", label, "waits for register " + name, producer, first)
+        return ready, producer
 
     def _fence(self, th: Thread, label: Any, scope: Scope, kind: Any, what: str) -> None:
         c = self.c
@@ -237,7 +275,7 @@ class Rank:
 
     # ------------------------------------------------------------------ the process
 
-    def process(self, start: float, launch_node: Node):
+    def process(self, start: float, launch_node: PathNode):
         """The SimPy process: run every item, then note when this rank finished."""
         th = Thread(start, launch_node)
         yield from self._walk(th, self.items)
@@ -248,70 +286,24 @@ class Rank:
         """Run ``items`` on thread ``th``: one loop over an explicit stack of (items left, thread) frames
         rather than a generator per loop iteration, so resuming a rank after a wait does not pass through
         a chain of nested generators."""
-        sim = self.sim
-        env = sim.env
-        fine = sim.fine
-        me = self.rank
+        fine = self.sim.fine
+        rules = self._rules
         frames: list[tuple[Any, Any]] = []  # (iterator, thread), or (None, (thread, lanes, label)) to join
         it = iter(items)
         while True:
             descended = False
             for op in it:
                 if op.__class__ is Block:
-                    iterations = op.iterations
                     frames.append((it, th))
-                    if op.lanes and iterations:
-                        lanes = [th.fork() for _ in iterations]
-                        skip = 0
-                        if not fine and self._batchable(iterations, th.t):
-                            if th.t > env.now + EPS:
-                                sim.events += 1
-                                yield env.timeout(th.t - env.now)
-                            self._issue_batch(lanes, [iteration[0] for iteration in iterations])
-                            skip = 1
-                        frames.append((None, (th, lanes, op.label)))
-                        for k in range(len(lanes) - 1, -1, -1):
-                            frames.append((iter(iterations[k][skip:] if skip else iterations[k]), lanes[k]))
-                    else:
-                        for k in range(len(iterations) - 1, -1, -1):
-                            frames.append((iter(iterations[k]), th))
+                    frames.extend((yield from self.visit_loop(th, op)))
                     it, th = frames.pop()
                     descended = True
                     break
-                kind = op.kind
                 if fine:
                     yield from self._settle(th, op)
-                if kind == POLL:
-                    plan = self._poll_plan(th, op)
-                    lo = op.ref[4]
-                    found = plan[0].satisfied_at(lo, lo + op.ref[5], op.pred, plan[2])
-                    # Decided when it already holds at the first sample, or by writes that are all visible now.
-                    if found is None or (found[0] > env.now + EPS and found[0] > plan[2] + EPS):
-                        found = yield from self._wait_poll(op, plan, found)
-                    self._poll_done(th, op, self._completion(plan, found[0]), found[1], plan[1])
-                elif kind == STORE or kind == LOAD or kind == ATOMIC:
-                    # Catch up before reserving links other ranks share (flags are too small to matter).
-                    if not op.leader and op.ref[1] != me and th.t > env.now + EPS:
-                        sim.events += 1
-                        yield env.timeout(th.t - env.now)
-                    if kind == STORE:
-                        self._store(th, op)
-                    elif kind == LOAD:
-                        self._load(th, op)
-                    else:
-                        self._atomic(th, op)
-                elif kind == SYNC:
-                    self._sync_group(th, op)
-                elif kind == FENCE:
-                    self._fence(th, op, op.scope, op.sem, "fence")
-                elif kind == REDUCE:
-                    self._reduce(th, op)
-                elif kind == WRITE:
-                    self._write_output(th, op)
-                elif kind == KERNEL_END:
-                    self._kernel_end(th, op)
-                elif kind >= MC_LOAD_REDUCE:  # multimem: the switch's part is collsim.sim.fabric's
-                    yield from run_multimem(self, th, op)
+                wait = rules[op.kind](th, op)
+                if wait is not None:
+                    yield from wait
             if descended:
                 continue
             while frames:  # this list of items is done: join lanes that all finished, resume the parent
@@ -321,6 +313,108 @@ class Rank:
                 self._join(*th)
             else:
                 return
+
+    # ------------------------------------------------------------------ the rules, one per operation class
+
+    def visit_loop(self, th: Thread, block: Block):
+        """A loop instance (a :class:`~collsim.sim.lower.Block`): the frames that run its iterations, as
+        lanes forked from ``th`` (their first transfers issued together when they can be) or in order on
+        ``th``. A generator: it catches up with the simulation clock before a batch."""
+        iterations = block.iterations
+        if not (block.lanes and iterations):
+            return [(iter(iterations[k]), th) for k in range(len(iterations) - 1, -1, -1)]
+        lanes = [th.fork() for _ in iterations]
+        # A warp's memory instruction is one transaction per distinct address: the lane for the k-th peer
+        # issues k transactions after the first.
+        issue = self.c.peer_issue_us
+        for k in range(1, len(lanes)):
+            lanes[k].t += k * issue
+        skip = 0
+        sim = self.sim
+        if not sim.fine and self._batchable(iterations, th.t):
+            env = sim.env
+            if th.t > env.now + EPS:
+                sim.events += 1
+                yield env.timeout(th.t - env.now)
+            self._issue_batch(lanes, [iteration[0] for iteration in iterations])
+            skip = 1
+        frames: list[tuple[Any, Any]] = [(None, (th, lanes, block.label))]
+        for k in range(len(lanes) - 1, -1, -1):
+            frames.append((iter(iterations[k][skip:] if skip else iterations[k]), lanes[k]))
+        return frames
+
+    def visit_poll_until(self, th: Thread, op: Any):
+        pred = op.pred
+        if pred.__class__ is AtLeast and op.into is None:
+            seen = self._counters.get(op.key)
+            if seen is None:
+                seen = self.memory.inits[op.key[0]]
+            if isinstance(seen, int) and pred.holds(seen):  # the value in the register suffices: no load
+                th.t += self.c.op_overhead_us
+                return None
+        plan = self._poll_plan(th, op)
+        lo = op.ref[4]
+        found = plan[0].satisfied_at(lo, lo + op.ref[5], op.pred, plan[2])
+        # Decided when it already holds at the first sample, or by writes that are all visible now.
+        if found is None or (found[0] > self.sim.env.now + EPS and found[0] > plan[2] + EPS):
+            return self._poll_after_wait(th, op, plan, found)
+        self._poll_done(th, op, self._completion(plan, found[0]), found, plan[1])
+        return None
+
+    def _poll_after_wait(self, th: Thread, op: Any, plan: tuple, found: Any):
+        found = yield from self._wait_poll(op, plan, found)
+        self._poll_done(th, op, self._completion(plan, found[0]), found, plan[1])
+
+    # A store, load or atomic that moves data on links other ranks share while its thread is ahead of the
+    # simulation clock first catches up (flags are too small to matter).
+
+    def visit_store(self, th: Thread, op: Any):
+        if not op.leader and op.ref[1] != self.rank and th.t > self.sim.env.now + EPS:
+            return self._caught_up(th, op, self._store)
+        self._store(th, op)
+        return None
+
+    def visit_load(self, th: Thread, op: Any):
+        if not op.leader and op.ref[1] != self.rank and th.t > self.sim.env.now + EPS:
+            return self._caught_up(th, op, self._load)
+        self._load(th, op)
+        return None
+
+    def visit_atomic(self, th: Thread, op: Any):
+        if not op.leader and op.ref[1] != self.rank and th.t > self.sim.env.now + EPS:
+            return self._caught_up(th, op, self._atomic)
+        self._atomic(th, op)
+        return None
+
+    def _caught_up(self, th: Thread, op: Any, issue: Any):
+        """Catch up with ``th``'s clock before reserving shared links, then issue ``op``."""
+        sim = self.sim
+        sim.events += 1
+        yield sim.env.timeout(th.t - sim.env.now)
+        issue(th, op)
+
+    def visit_fence(self, th: Thread, op: Any) -> None:
+        self._fence(th, op, op.scope, op.sem, "fence")
+
+    # Multimem ops (NVLink SHARP): what the switch does is collsim.sim.fabric's; their bulk transfers cross
+    # the links every rank shares, so they catch up first too.
+
+    def visit_multimem_load_reduce(self, th: Thread, op: Any):
+        return self._through_switch(th, op, fabric.load_reduce)
+
+    def visit_multimem_store(self, th: Thread, op: Any):
+        return self._through_switch(th, op, fabric.multicast_store)
+
+    def visit_multimem_red(self, th: Thread, op: Any):
+        return self._through_switch(th, op, fabric.multicast_red)
+
+    def _through_switch(self, th: Thread, op: Any, rule: Any):
+        if not op.leader and th.t > self.sim.env.now + EPS:
+            return self._caught_up(th, op, lambda th, op: rule(self, th, op))
+        rule(self, th, op)
+        return None
+
+    # visit_reduce, visit_write_output, visit_sync_group and visit_kernel_boundary: below, with the local work.
 
     def _join(self, th: Thread, lanes: list[Thread], label: str) -> None:
         slowest = lanes[0]
@@ -346,7 +440,7 @@ class Rank:
             src = first.src if first.kind == STORE else first.operand
             if isinstance(src, tuple) and src[0] == "reg":
                 ready = self.regs.get(src[1])
-                if ready is not None and ready[0] > t + EPS:
+                if ready is not None and ready[2] > t + EPS:
                     return False
             if first.kind == ATOMIC and first.into is not None:
                 return False
@@ -363,30 +457,36 @@ class Rank:
             owner = op.ref[1]
             wire = op.ref[5] * op.line_bytes
             start = lane.t + overhead
+            rate = cap = math.inf
             if op.kind == LOAD:
                 route, back = self._pair(owner)
                 pipes = (self.ld_engine,) + back.pipes
                 start += route.latency + back.costs.remote_read_us
+                rate = self._load_rate(owner)
             else:
                 out = self._out.get(owner) or self._out_facts(owner)
                 pipes = out[0]
                 if op.kind == ATOMIC and isinstance(op.operand, tuple):
                     wire *= self._pair(owner)[0].costs.atomic_wire_factor
-            plans.append((pipes, wire, start))
-        # Equal pushes complete together anyway (below), so one slice each is enough for them.
+                    cap = min(self.sim.atomic_share(owner),
+                              min(pipe.rate for pipe in pipes) / self.sim.atomic_fan_out(self.rank))
+            plans.append((pipes, wire, start, rate, cap))
+        # Equal pushes complete together anyway (below), so one slice each is enough for them. The members
+        # share the CTAs' outstanding bytes.
         slices = max(1, min(BATCH_SLICES, BATCH_PLACEMENTS // len(plans))) if ops[0].kind == LOAD else 1
+        burst = self.burst / len(plans) / slices
         finishes = [0.0] * len(plans)
         for _ in range(slices):
-            for m, (pipes, wire, start) in enumerate(plans):
-                finishes[m] = place(pipes, wire / slices, start)
+            for m, (pipes, wire, start, rate, cap) in enumerate(plans):
+                finishes[m] = self._place_burst(pipes, wire / slices, start, burst, rate, cap)
         if ops[0].kind != LOAD:
             # Pushed at fine grain from one engine, members of equal size complete together, when the last
             # is through. (Pulls are paced by each owner's egress, which other readers share too, so they
             # keep the completion order their slices got.)
             last: dict[float, float] = {}
-            for (_, wire, _), finish in zip(plans, finishes):
+            for (_, wire, _, _, _), finish in zip(plans, finishes):
                 last[wire] = max(last.get(wire, 0.0), finish)
-            finishes = [last[wire] for _, wire, _ in plans]
+            finishes = [last[wire] for _, wire, _, _, _ in plans]
         self._preplaced = finishes[::-1]
         try:
             for lane, op in zip(lanes, ops):
@@ -399,11 +499,29 @@ class Rank:
         finally:
             self._preplaced = None
 
-    def _reserve(self, pipes: tuple, nbytes: float, start: float) -> float:
+    def _reserve(self, pipes: tuple, nbytes: float, start: float, sustained: float = math.inf,
+                 cap: float = math.inf) -> float:
         """Place a transfer on its pipes (or take the finish of its batch member, placed already)."""
         if self._preplaced:
             return self._preplaced.pop()
-        return place(pipes, nbytes, start)
+        return self._place_burst(pipes, nbytes, start, self.burst, sustained, cap)
+
+    @staticmethod
+    def _place_burst(pipes: tuple, nbytes: float, start: float, burst: float, sustained: float = math.inf,
+                     cap: float = math.inf) -> float:
+        """Place a transfer whose first pipe is its issuing engine: the CTAs keep ``burst`` bytes outstanding,
+        so that much leaves at the rate of the other pipes, and only the rest is paced by the engine (at most
+        ``sustained``); ``cap`` limits both (Little's law: the engine's rate is the bytes in flight over the
+        round trip, a token bucket of ``burst``). A capped transfer (a data atomic's share) runs at its cap
+        as a whole: its burst is within the cap, not beside it."""
+        if burst <= 0 or cap < math.inf:
+            return place(pipes, nbytes, start, min(sustained, cap))
+        head = nbytes if nbytes < burst else burst
+        finish = place(pipes[1:], head, start, cap) if len(pipes) > 1 else start
+        if nbytes > head:
+            rest = place(pipes, nbytes - head, start, min(sustained, cap))
+            finish = rest if rest > finish else finish
+        return finish
 
     def _settle(self, th: Thread, op: Any):
         """Fine-grained mode: wait for piecewise transfers an op depends on to be fully issued."""
@@ -439,8 +557,9 @@ class Rank:
 
     def _store(self, th: Thread, op: Any) -> None:
         src = op.src
+        not_before = 0.0
         if src is not None and src[0] == "reg":
-            self._wait_register(th, src[1], op)
+            not_before, _ = self._stream_register(th, src[1], op)
         if op.releasing:
             self._fence(th, op, op.scope, None, "release fence before the store")
         payload = src is not None and src[0] != "fill"
@@ -457,12 +576,13 @@ class Rank:
         lines = ref[5]
         land = None if how is None else (self.memory.location(op.key), ref[4], lines, how, value)
         read = lines * op.data_bytes if src is not None and src[0] == "input" else 0
-        self._push(th, op, ref[1], lines * op.line_bytes, payload, "store", read, False, land)
+        self._push(th, op, ref[1], lines * op.line_bytes, payload, "store", read, False, land, not_before)
 
     def _push(self, th: Thread, op: Any, owner: int, wire: float, payload: bool, what: str,
-              read_bytes: float, atomic: bool, land: Any) -> Transfer | None:
+              read_bytes: float, atomic: bool, land: Any, not_before: float = 0.0) -> Transfer | None:
         """Issue ``wire`` bytes from this rank into ``owner``'s memory; once its times are known, ``land``
-        (``(location, first line, lines, how, value)`` or None) records the write it makes.
+        (``(location, first line, lines, how, value)`` or None) records the write it makes. Its last byte
+        leaves no earlier than ``not_before`` (when the register it streams from is complete).
 
         Returns the transfer, or None while a fine-grained transfer is still issuing its pieces.
         """
@@ -471,8 +591,14 @@ class Rank:
         node = th.node
         if node.end < t - EPS:
             node = self._issue_node(th, op, payload)
-        if owner == self.rank:
-            finish = reserve((self.hbm,), wire + read_bytes, t)
+        unit = atomic and payload and not op.leader  # a data atomic: the owner's L2 performs every operation
+        # A data atomic runs no faster than its share of the owner's L2 atomic unit, which every rank adding
+        # into that memory shares (the share is fixed by the program, so no rank's order decides it).
+        cap = self.sim.atomic_share(owner) if unit else math.inf
+        if owner == self.rank:  # the CTAs' load/store units, then HBM
+            finish = place((self.hbm, self.local_ld), wire + read_bytes, t, cap)
+            if not_before > finish:
+                finish = not_before
             tr = Transfer(self.rank, owner, wire, t, t, finish, finish, finish, node, payload, op, True, what)
             self._issued(th, tr, land)
             return tr
@@ -482,10 +608,19 @@ class Rank:
         # A leader's flag or counter is a few bytes: link arbitration interleaves packets, so it does not
         # queue behind bulk transfers and costs latency only.
         pipes = () if op.leader else out[0]
+        if unit and pipes:
+            # the rank's data atomics to its other owners run concurrently (a thread or warp per owner) and
+            # share its engine and links fairly, each at most its owner's L2 share (placed one after another
+            # at their caps, the last would get what the first left)
+            fair = min(pipe.rate for pipe in pipes) / sim.atomic_fan_out(self.rank)
+            if fair < cap:
+                cap = fair
         delay = out[2] if atomic else out[1]
         back = out[3]
         if op.leader or out[4] <= 1:
-            finish = self._reserve(pipes, wire, t) if pipes else t
+            finish = self._reserve(pipes, wire, t, cap=cap) if pipes else t
+            if not_before > finish:
+                finish = not_before
             tr = Transfer(self.rank, owner, wire, t, t, finish, finish + delay, finish + delay + back, node,
                           payload, op, False, what)
             self._issued(th, tr, land)
@@ -497,17 +632,29 @@ class Rank:
             self._issued(th, tr, land)
             return tr
 
-        th.pending.append(sim.env.process(sim.issue_pieces(pipes, wire, t, out[4], finished)))
+        th.pending.append(sim.env.process(sim.issue_pieces(pipes, wire, t, out[4], finished, cap,
+                                                           burst=self.burst)))
         return None
 
     def _out_facts(self, owner: int) -> tuple:
-        """``(store-engine and link pipes, write delay, atomic delay, return latency, transfer pieces)`` of
-        pushes to ``owner`` (cached per rank)."""
+        """``(store-engine and link pipes, write delay, atomic delay, return latency, transfer pieces, route
+        latency)`` of pushes to ``owner`` (cached per rank)."""
         route, back = self._pair(owner)
         c = route.costs
         facts = self._out[owner] = ((self.st_engine,) + route.pipes, route.latency + c.remote_write_us,
-                                    route.latency + c.atomic_remote_us, back.latency, c.transfer_pieces)
+                                    route.latency + c.atomic_remote_us, back.latency, c.transfer_pieces,
+                                    route.latency)
         return facts
+
+    def _load_rate(self, owner: int) -> float:
+        """Bytes per µs this rank's CTAs can pull from ``owner``: the loads they keep in flight over the round
+        trip (Little's law)."""
+        rate = self._rates.get(owner)
+        if rate is None:
+            route, back = self._pair(owner)
+            rtt = route.latency + back.costs.remote_read_us + back.latency
+            rate = self._rates[owner] = self.sim.channels * back.costs.cta_bytes_in_flight / rtt
+        return rate
 
     def _pair(self, owner: int) -> tuple[Any, Any]:
         """The routes to ``owner`` and back (cached per rank)."""
@@ -516,11 +663,11 @@ class Rank:
             pair = self._pairs[owner] = (self.sim.route(self.rank, owner), self.sim.route(owner, self.rank))
         return pair
 
-    def _issue_node(self, th: Thread, op: Any, payload: bool) -> Node:
+    def _issue_node(self, th: Thread, op: Any, payload: bool) -> PathNode:
         """The node a transfer hangs from: the issuing thread's state at its clock now."""
         node = th.node
         if node.end < th.t - EPS:  # put the op's issue overhead on a node so the chain stays contiguous
-            node = th.node = Node(self.rank, node.end, th.t, "data" if payload else "sync", op, node, None, 0.0,
+            node = th.node = PathNode(self.rank, node.end, th.t, "data" if payload else "sync", op, node, None, 0.0,
                                   "issues")
             if self.record:
                 self.sim.nodes.append(node)
@@ -541,8 +688,9 @@ class Rank:
         buf, owner, slot, region, line, lines = op.ref
         operand = op.operand
         data = isinstance(operand, tuple)
+        not_before = 0.0
         if data and operand[0] == "reg":
-            self._wait_register(th, operand[1], op)
+            not_before, _ = self._stream_register(th, operand[1], op)
         if op.releasing:
             self._fence(th, op, op.scope, None, "release fence before the atomic")
         th.t += self.c.op_overhead_us
@@ -552,12 +700,12 @@ class Rank:
         value = op.flag if op.flag is not None and op.polls_flags else (DATA if data else operand)
         land = (self.memory.location(op.key), line, lines, RMW_HOW.get(op.op.op, "set"), value)
         tr = self._push(th, op, owner, wire * factor, data, "atomic", wire if owner == self.rank else 0.0, True,
-                        land)
+                        land, not_before)
         if op.into is not None:
             if tr is None:
                 raise NotImplementedError("atomics with a result are not split into pieces")
             self._advance(th, tr.ack, "sync", op, "atomic returns its old value", tr, tr.ack)
-            self.regs[op.into] = (th.t, th.node)
+            self.regs[op.into] = (th.t, th.node, th.t)
 
     def _load(self, th: Thread, op: Any) -> None:
         sim = self.sim
@@ -567,7 +715,7 @@ class Rank:
         t = th.t
         node = self._issue_node(th, op, True)
         if owner == self.rank:
-            finish = reserve((self.hbm,), wire, t)
+            finish = reserve((self.hbm, self.local_ld), wire, t)
             self._loaded(th, op, Transfer(self.rank, owner, wire, t, t, finish, finish, finish, node, True, op,
                                           True, "load"))
             return
@@ -576,7 +724,7 @@ class Rank:
         pipes = () if op.leader else (self.ld_engine,) + back.pipes
         pieces = 1 if op.leader or op.acquiring else back.costs.transfer_pieces
         if pieces <= 1:
-            finish = self._reserve(pipes, wire, start) if pipes else start
+            finish = self._reserve(pipes, wire, start, self._load_rate(owner)) if pipes else start
             ready = finish + back.latency
             self._loaded(th, op, Transfer(self.rank, owner, wire, t, start, finish, ready, ready, node, True, op,
                                           False, "load"))
@@ -589,7 +737,8 @@ class Rank:
             self._loaded(th, op, tr)
             return tr
 
-        proc = sim.env.process(sim.issue_pieces(pipes, wire, start, pieces, finished))
+        proc = sim.env.process(sim.issue_pieces(pipes, wire, start, pieces, finished,
+                                                sustained=self._load_rate(owner), burst=self.burst))
         th.pending.append(proc)
         self.reg_pending[op.into] = proc
 
@@ -598,9 +747,14 @@ class Rank:
             self.sim.transfers.append(tr)
         if tr.visible > th.loaded:
             th.loaded, th.loaded_by = tr.visible, tr
+        # the first bytes are back one return latency after they started to flow (a local load's at once)
+        first = tr.start + (tr.visible - tr.finish)
         old = self.regs.get(op.into)
-        if old is None or tr.visible > old[0]:
-            self.regs[op.into] = (tr.visible, tr)
+        if old is None:
+            self.regs[op.into] = (tr.visible, tr, first)
+        else:  # pieces of one register from several loads: an element needs every piece's first bytes
+            self.regs[op.into] = (tr.visible, tr, max(first, old[2])) if tr.visible > old[0] else \
+                (old[0], old[1], max(first, old[2]))
         if op.acquiring:
             self._advance(th, tr.visible + self.c.acquire_us, "sync", op, "acquire load", tr, tr.visible)
 
@@ -616,27 +770,40 @@ class Rank:
             timing = self._polls[owner] = self._poll_timing(owner)
         observe, period, back, rate = timing
         read_bytes = op.ref[5] * op.line_bytes if op.into is not None else 0
-        read_done = t0 + read_bytes / rate if owner == self.rank else t0 + period + read_bytes / rate
-        return (self.memory.location(op.key), t0, t0 + observe, period, back, read_done,
-                c.acquire_us if op.acquiring else 0.0)
+        if not read_bytes:
+            read_done = t0
+        elif owner == self.rank:  # the CTAs read the lines (at their wire layout) where they landed
+            read_done = reserve((self.local_ld,), read_bytes, t0)
+        else:
+            read_done = t0 + period + read_bytes / rate
+        extra = c.acquire_us if op.acquiring else 0.0
+        if read_bytes and op.layout.lanes > 1:
+            # A line written by several lanes (LL128's eight 16-byte stores) is checked by the lane that holds
+            # the polled word; once it holds, the other lanes load their parts again (one more access).
+            extra += c.remote_read_us if owner == self.rank else period
+        return (self.memory.location(op.key), t0, t0 + observe, period, back, read_done, extra)
 
     def _poll_timing(self, owner: int) -> tuple[float, float, float, float]:
         """``(first observation after issue, sampling period, return latency, read rate)`` of polls on
-        ``owner``'s memory: a local spin-loop iteration is one load that sees memory as it completes; a
-        remote sample is a load's round trip."""
+        ``owner``'s memory: a local spin-loop iteration is one L2 access, which sees memory half way through
+        it; a remote sample is a load's round trip, which sees it at the owner."""
         if owner == self.rank:
             period = self.c.poll_period_us
-            return period, period, 0.0, self.hbm.rate
+            return period / 2, period, period / 2, self.local_ld.rate
         route, back = self._pair(owner)
         observe = route.latency + back.costs.remote_read_us
         period = observe + back.latency
-        return observe, period, period - observe, min([p.rate for p in back.pipes] + [self.ld_engine.rate])
+        return observe, period, period - observe, min([p.rate for p in back.pipes] + [self._load_rate(owner)])
 
     @staticmethod
     def _completion(plan: tuple, t_sat: float) -> float:
+        """When a poll completes whose lines satisfy it from ``t_sat`` on: samples observe memory one period
+        apart at a phase nothing in the program fixes, so a value that appears after the first observation
+        is seen half a period later on average (GM section 2: detection delay = propagation + half the poll
+        period); the sample's result comes back after the return latency, and the poll has read its lines."""
         _, _, first, period, back, read_done, extra = plan
-        k = math.ceil((t_sat - first) / period - 1e-9) if t_sat > first else 0
-        done = first + k * period + back
+        seen = t_sat + period / 2
+        done = (seen if seen > first else first) + back
         return (done if done > read_done else read_done) + extra
 
     def _wait_poll(self, op: Any, plan: tuple, found: tuple | None):
@@ -654,7 +821,14 @@ class Rank:
         found = yield watch.decided
         return found
 
-    def _poll_done(self, th: Thread, op: Any, done: float, write: Any, t0: float) -> None:
+    def _poll_done(self, th: Thread, op: Any, done: float, found: tuple, t0: float) -> None:
+        t_sat, write = found
+        if op.pred.__class__ is AtLeast:
+            # The counter as the poll saw it: its value once the predicate held, which every rank's writes
+            # visible by then decide (all issued before the simulation clock, whatever order ranks run in).
+            value = self.memory.location(op.key).value_at(op.ref[4], op.ref[5], t_sat) \
+                if t_sat <= self.sim.env.now + EPS else None
+            self._counters[op.key] = value if isinstance(value, int) else op.pred.value
         th.t = t0  # the op's issue overhead, folded into the poll's node
         tr = write.transfer if write is not None else None
         if tr is not None and write.visible > t0:
@@ -662,34 +836,67 @@ class Rank:
         else:
             self._advance(th, done, "sync", op, "poll")
         if op.into is not None:
-            self.regs[op.into] = (th.t, th.node)
+            self.regs[op.into] = (th.t, th.node, th.t)
 
     # ------------------------------------------------------------------ local work and synchronization
 
-    def _reduce(self, th: Thread, op: Any) -> None:
-        hbm_bytes = 0
+    def visit_reduce(self, th: Thread, op: Any) -> None:
+        """Read the input operands (HBM, through the CTAs' loads), add every operand element at the CTAs' add
+        rate and write the output (HBM), whichever takes longest, working through register operands as
+        they fill. The thread goes on once the first sums exist (its next op may stream from them); the
+        reduce's end is outstanding work a group barrier, fence or kernel end waits for."""
+        operands = 0
+        in_bytes = 0
+        last, producer = 0.0, None
         for src in op.srcs:
             if src[0] == "reg":
-                self._wait_register(th, src[1], op)
-            elif src[0] == "input":
-                hbm_bytes += op.nbytes
+                ready, made_by = self._stream_register(th, src[1], op)
+                if ready > last:
+                    last, producer = ready, made_by
+                operands += src[3]
+            else:
+                operands += 1
+                if src[0] == "input":
+                    in_bytes += op.nbytes
+        t = th.t + self.c.op_overhead_us
+        end = t + max(0, operands - 1) * op.nbytes / self.sim.elem_bytes / self.add_rate
+        if in_bytes:
+            end = max(end, reserve((self.hbm, self.local_ld), in_bytes, t))
         if op.offset is not None:
-            hbm_bytes += op.nbytes
-        t = th.t + self.c.op_overhead_us
-        self._advance(th, reserve((self.hbm,), hbm_bytes, t) if hbm_bytes else t, "reduce", op, "reduce")
-        self.regs[op.into] = (th.t, th.node)
+            end = max(end, reserve((self.hbm,), op.nbytes, t))
+        node = self._side_work(th, op, t, end, last, producer, "reduce")
+        self.regs[op.into] = (node.end, node, t)
 
-    def _write_output(self, th: Thread, op: Any) -> None:
+    def visit_write_output(self, th: Thread, op: Any) -> None:
+        """Copy a register (or the input) to the output through HBM, as the register fills; like a reduce, the
+        thread goes on (a store of the same register streams alongside, as NCCL's one-pass copy-and-send)
+        and the copy's end is outstanding work."""
         src = op.src
-        hbm_bytes = op.nbytes
+        last, producer = 0.0, None
         if src[0] == "reg":
-            self._wait_register(th, src[1], op)
-        elif src[0] == "input":
-            hbm_bytes += op.nbytes
+            last, producer = self._stream_register(th, src[1], op)
         t = th.t + self.c.op_overhead_us
-        self._advance(th, reserve((self.hbm,), hbm_bytes, t), "reduce", op, "copies to output")
+        end = reserve((self.hbm,), op.nbytes, t)
+        if src[0] == "input":
+            end = max(end, reserve((self.hbm, self.local_ld), op.nbytes, t))
+        self._side_work(th, op, t, end, last, producer, "copies to output")
 
-    def _sync_group(self, th: Thread, op: Any) -> None:
+    def _side_work(self, th: Thread, op: Any, t: float, end: float, last: float, producer: Any,
+                   what: str) -> PathNode:
+        """Record local work of ``th`` from its clock to ``end`` (or to ``last``, when the register it works
+        through fills later, then caused by the register's producer) without holding the thread, which goes
+        on at ``t``; what waits for outstanding work (a group barrier, a fence, the kernel end) waits for it."""
+        waited = last > end
+        node = PathNode(self.rank, th.node.end, last if waited else end, "reduce", op, th.node,
+                        producer if waited else None, last if waited else 0.0, what)
+        if self.record:
+            self.sim.nodes.append(node)
+        th.t = t
+        if node.end > th.loaded:
+            th.loaded, th.loaded_by = node.end, node
+        return node
+
+    def visit_sync_group(self, th: Thread, op: Any) -> None:
         wait, by = th.issued, th.issued_by
         if th.loaded > wait:
             wait, by = th.loaded, th.loaded_by
@@ -697,7 +904,7 @@ class Rank:
             self._advance(th, wait, "sync", op, "waits for the group's issued work", by, wait)
         self._advance(th, th.t + self.c.sync_group_us, "sync", op, "syncs the thread group")
 
-    def _kernel_end(self, th: Thread, op: Any) -> None:
+    def visit_kernel_boundary(self, th: Thread, op: Any) -> None:
         wait, by = th.acked, th.acked_by
         for t, b in ((th.loaded, th.loaded_by), (th.issued, th.issued_by)):
             if t > wait:

@@ -18,20 +18,26 @@ count grows with ``P``.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
 
 import simpy
 
+from collsim.errors import CollsimError, InputError
 from collsim.sim.costs import Costs
-from collsim.sim.links import Pipe, Transfer, WatchedPipe, reserve
+from collsim.sim.links import Pipe, Transfer, WatchedPipe, place, reserve
+from collsim.sim.lower import ATOMIC, Block
 from collsim.sim.memo import PerTopology
 from collsim.sim.memory import SENTINEL, Memory
+from collsim.sim.folded import FoldedRank
 from collsim.sim.rank import Rank
-from collsim.sim.symmetry import FoldedRank
-from collsim.sim.trace import Node
+from collsim.sim.trace import PathNode
 
-__all__ = ["RouteInfo", "Simulation", "Outcome"]
+__all__ = ["RouteInfo", "Simulation", "Outcome", "ATOMIC_OP_BYTES"]
+
+#: Payload of one vector atomic (red.add.v4.f32), the unit in which a destination's L2 atomic rate is counted.
+ATOMIC_OP_BYTES = 16
 
 
 #: topology -> {(src, dst): (((u, v), effective GB/s) per link, latency, nvlink_only)}; routes do not change
@@ -68,9 +74,9 @@ class Outcome:
     """What a simulation produced: per-rank end times and final nodes, the events processed, the records."""
 
     ends: list[float]
-    finals: list[Node]
+    finals: list[PathNode]
     events: int
-    nodes: list[Node] = field(default_factory=list)
+    nodes: list[PathNode] = field(default_factory=list)
     transfers: list[Transfer] = field(default_factory=list)
 
     @property
@@ -88,7 +94,7 @@ class Simulation:
     ranks : int
         GPUs ``0 .. ranks-1`` take part.
     programs : list
-        Each rank's bound item tree (:meth:`collsim.sim.lower.Lowered.bind`).
+        Each rank's bound item tree (:meth:`collsim.sim.lower.SimProgram.bind`).
     inits : dict
         Buffer name -> initial polled-word value (0 or :data:`SENTINEL`).
     costs : Costs
@@ -96,16 +102,24 @@ class Simulation:
         CTAs per rank: the store and load engines run at ``channels ×`` the
         per-CTA bandwidth.
     start_us : float
-        When the kernels start running (launch overhead + kernel start).
+        When the kernels start running (what the harness charges before the kernel, and its start).
+    launch_us : float
+        The part of ``start_us`` the harness charges before the kernel.
     record : bool
         Keep every node and transfer (for the timeline).
     fold : Fold, optional
         Simulate rank 0 alone and give every rank its end (see :mod:`collsim.sim.symmetry`, which decides
         when that is exact).
+    elem_bytes : int
+        Bytes of one element (what a reduce adds).
+    data_atomics : bool
+        Whether the programs apply data atomics (then the ranks sharing each owner's L2 atomic unit are
+        counted).
     """
 
     def __init__(self, topology: Any, ranks: int, programs: list[list[Any]], inits: dict[str, Any], costs: Costs,
-                 channels: int, start_us: float, launch_us: float, record: bool = False, fold: Any = None) -> None:
+                 channels: int, start_us: float, launch_us: float, record: bool = False, fold: Any = None,
+                 elem_bytes: int = 4, data_atomics: bool = False) -> None:
         self.env = simpy.Environment()
         self.topology = topology
         self.costs = costs
@@ -114,7 +128,7 @@ class Simulation:
         self.fine = costs.nvlink.transfer_pieces > 1 or costs.pcie.transfer_pieces > 1
         self.memory = Memory(inits)
         self.events = 0
-        self.nodes: list[Node] = []
+        self.nodes: list[PathNode] = []
         self.transfers: list[Transfer] = []
         self._links: dict[tuple, Pipe] = {}
         self._routes: dict[tuple[int, int], RouteInfo] = {}
@@ -123,6 +137,10 @@ class Simulation:
         self.start_us = start_us
         self.launch_us = launch_us
         self.size = ranks
+        self.elem_bytes = elem_bytes
+        self._atomic_shares: dict[int, float] = {}
+        #: owner -> how many ranks' programs apply data atomics to its memory
+        self._atomic_senders, self._atomic_fan_out = _atomic_senders(programs) if data_atomics else ({}, {})
         if fold is None:
             self._alias: dict = {}
             self._watched: frozenset = frozenset()
@@ -133,18 +151,43 @@ class Simulation:
 
     # ------------------------------------------------------------------ shared resources
 
-    def rank_pipes(self, rank: int) -> tuple[Pipe, Pipe, Pipe]:
-        """``(store engine, load engine, HBM)`` of ``rank``."""
+    def rank_pipes(self, rank: int) -> tuple[Pipe, Pipe, Pipe, Pipe]:
+        """``(store engine, remote load engine, HBM, local load engine)`` of ``rank``: its CTAs' stores, their
+        remote loads (the loads in flight over the shortest round trip to a peer), its HBM, and its CTAs'
+        loads of local memory (polled lines, reduce inputs)."""
         info = self.topology.gpu_info(rank)
         c = self.costs.nvlink
         hbm = float(info.get("hbm_gbps") or 0.0)
         if hbm <= 0:
-            from collsim.errors import InputError
-
             raise InputError(f"GPU {rank} of topology {self.topology.name!r} has no HBM bandwidth", field="topology")
+        peers = [p for p in range(self.size) if p != rank] or [rank]
+        in_flight = max(self.route(p, rank).costs.cta_bytes_in_flight / self.round_trip(rank, p) for p in peers)
         return (Pipe(f"rank{rank}.store_engine", self.channels * c.cta_store_gbps),
-                Pipe(f"rank{rank}.load_engine", self.channels * c.cta_load_gbps),
-                Pipe(f"rank{rank}.hbm", hbm * c.hbm_efficiency))
+                Pipe(f"rank{rank}.load_engine", self.channels * in_flight / 1e3),
+                Pipe(f"rank{rank}.hbm", hbm * c.hbm_efficiency),
+                Pipe(f"rank{rank}.local_loads", self.channels * c.cta_local_load_gbps))
+
+    def round_trip(self, rank: int, peer: int) -> float:
+        """µs for a load from ``rank`` to be served by ``peer`` and come back (a local L2 hit for itself)."""
+        if peer == rank:
+            return self.costs.nvlink.remote_read_us
+        there, back = self.route(rank, peer), self.route(peer, rank)
+        return there.latency + back.costs.remote_read_us + back.latency
+
+    def atomic_share(self, owner: int) -> float:
+        """Bytes per µs (wire bytes of red.add.v4 operations) one rank's data atomics into ``owner`` may run at:
+        the owner's L2 atomic throughput divided among the ranks whose programs add into its memory."""
+        share = self._atomic_shares.get(owner)
+        if share is None:
+            c = self.costs.nvlink
+            senders = self._atomic_senders.get(owner, 1)
+            share = self._atomic_shares[owner] = (c.l2_atomic_gops * ATOMIC_OP_BYTES * c.atomic_wire_factor * 1e3
+                                                  / senders)
+        return share
+
+    def atomic_fan_out(self, rank: int) -> int:
+        """How many other ranks' memory ``rank``'s program applies data atomics to (at least 1)."""
+        return self._atomic_fan_out.get(rank, 1)
 
     def route(self, src: int, dst: int) -> RouteInfo:
         """The route ``src -> dst`` with this simulation's pipes for its links (cached)."""
@@ -166,8 +209,11 @@ class Simulation:
         return info
 
     def issue_pieces(self, pipes: tuple[Pipe, ...], nbytes: float, start: float, pieces: int,
-                     finished: Callable[[float], Any]):
-        """Fine-grained reference: issue ``pieces`` equal parts, each when the previous one is through."""
+                     finished: Callable[[float], Any], cap: float = math.inf, sustained: float = math.inf,
+                     burst: float = 0.0):
+        """Fine-grained reference: issue ``pieces`` equal parts, each when the previous one is through, paced
+        as a whole-range transfer is (:meth:`Rank._place_burst`: the first ``burst`` bytes leave without the
+        issuing engine's pacing, the rest at most at ``sustained``, all at most at ``cap``)."""
         env = self.env
         part = nbytes / pieces
         t = start
@@ -176,7 +222,8 @@ class Simulation:
             if t > env.now:
                 self.events += 1
                 yield env.timeout(t - env.now)
-            finish = reserve(pipes, part, max(t, env.now))
+            finish = Rank._place_burst(pipes, part, max(t, env.now), burst, sustained, cap)
+            burst = burst - part if burst > part else 0.0
             t = finish
         return finished(finish)
 
@@ -188,7 +235,7 @@ class Simulation:
         skew = self.costs.nvlink.start_skew_us
         for rank in self.ranks:
             start = self.start_us + (skew * rank.rank / (n - 1) if n > 1 else 0.0)
-            launch = Node(rank.rank, 0.0, start, "launch", "kernel_start", None,
+            launch = PathNode(rank.rank, 0.0, start, "launch", "kernel_start", None,
                           what="launch overhead and kernel start" if self.launch_us else "kernel start")
             if self.record:
                 self.nodes.append(launch)
@@ -197,8 +244,6 @@ class Simulation:
         self.env.run()
         stuck = [r.rank for r in self.ranks if r.final is None]
         if stuck:
-            from collsim.errors import CollsimError
-
             waiting = [key for key, loc in self.memory.locations.items() if loc.waiters]
             raise CollsimError(
                 f"the simulated launch hangs: ranks {stuck} never reach the kernel end; polls still waiting on "
@@ -226,6 +271,29 @@ class Simulation:
         self._links.clear()
         self.ranks = []
         self.env = None
+
+
+def _atomic_senders(programs: list[list[Any]]) -> tuple[dict[int, int], dict[int, int]]:
+    """``(owner -> the number of ranks whose items apply a data atomic to its memory, rank -> the number of
+    other ranks its items apply data atomics to)``."""
+    senders: dict[int, set[int]] = {}
+
+    def walk(items: list[Any], rank: int) -> None:
+        for item in items:
+            if item.__class__ is Block:
+                for iteration in item.iterations:
+                    walk(iteration, rank)
+            elif item.kind == ATOMIC and not item.leader and isinstance(item.operand, tuple):
+                senders.setdefault(item.ref[1], set()).add(rank)
+
+    for rank, items in enumerate(programs):
+        walk(items, rank)
+    fan_out: dict[int, int] = {}
+    for owner, ranks in senders.items():
+        for rank in ranks:
+            if rank != owner:
+                fan_out[rank] = fan_out.get(rank, 0) + 1
+    return {owner: len(ranks) for owner, ranks in senders.items()}, fan_out
 
 
 def buffer_inits(program: Any) -> dict[str, Any]:

@@ -46,18 +46,15 @@ the event count is rank 0's.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 from collsim.sim.links import FoldAbandoned
 from collsim.sim.lower import ATOMIC, LOAD, POLL, STORE, Block
 from collsim.sim.memo import PerTopology
-from collsim.sim.memory import Write
-from collsim.sim.rank import Rank
 
-__all__ = ["Rotation", "Fold", "rotation_of", "rotation_or_reason", "fold_of", "fold_or_reason", "FoldedRank",
-           "SimultaneousWrites"]
+__all__ = ["Rotation", "Fold", "rotation_of", "rotation_or_reason", "fold_of", "fold_or_reason", "SimultaneousWrites",
+           "check_commute"]
 
 
 @dataclass(frozen=True)
@@ -166,21 +163,15 @@ def _flatten(items: list[Any], out: list[Any]) -> list[Any]:
     return out
 
 
-#: id(rank items) -> (those items, their flat list): a rank's items come back from ``Lowered.bind(reuse=True)``
-#: for every size of a configuration, changed in place, so their flat list stays valid
-_FLATS: "OrderedDict[int, tuple[list[Any], list[Any]]]" = OrderedDict()
-FLATS_KEPT = 512
-
-
 def _flat(items: list[Any]) -> list[Any]:
-    """``items`` flattened (cached for the same list)."""
-    found = _FLATS.get(id(items))
-    if found is not None and found[0] is items:
-        return found[1]
-    flat = _FLATS[id(items)] = (items, _flatten(items, []))
-    if len(_FLATS) > FLATS_KEPT:
-        _FLATS.popitem(last=False)
-    return flat[1]
+    """``items`` flattened, kept on a :class:`~collsim.sim.lower.BoundRank` (bound again for every size of a
+    configuration, changed in place, so its flat list stays valid)."""
+    order = getattr(items, "walk_order", None)
+    if order is None:
+        order = _flatten(items, [])
+        if hasattr(items, "walk_order"):
+            items.walk_order = order
+    return order
 
 
 def _disjoint(spans: set) -> bool:
@@ -207,7 +198,7 @@ def _same_timing(a: Any, b: Any) -> bool:
 
 def fold_of(items: list[list[Any]], lowered: Any, rotation: Rotation, route_facts: Any) -> Fold | None:
     """The :class:`Fold` of the ranks' bound ``items`` (from ``lowered``, a
-    :class:`~collsim.sim.lower.Lowered`) when they are rotations of rank 0's, else None (``route_facts`` as
+    :class:`~collsim.sim.lower.SimProgram`) when they are rotations of rank 0's, else None (``route_facts`` as
     for :func:`rotation_of`)."""
     found = fold_or_reason(items, lowered, rotation, route_facts)
     return found if isinstance(found, Fold) else None
@@ -352,36 +343,7 @@ class SimultaneousWrites(FoldAbandoned):
     re-raises a process's exception as ``type(e)(*e.args)``.)"""
 
 
-class FoldedRank(Rank):
-    """Rank 0 of a one-rank simulation: each write it makes is also made, at the same times, by every
-    other rank at the same position (:attr:`Fold.mirrors`).
-
-    Raises :class:`SimultaneousWrites` when a location rank 0 polls gets two writes that do not commute at
-    the same time: a full simulation records them in the order its ranks run, this one in another.
-    """
-
-    def __init__(self, sim: Any, items: list[Any], fold: Fold) -> None:
-        super().__init__(sim, 0, items)
-        self.mirrors = fold.mirrors
-        self.polled = fold.polled
-
-    def _issued(self, th: Any, tr: Any, land: tuple | None) -> None:
-        super()._issued(th, tr, land)
-        if land is None:
-            return
-        location, _, lines, how, value = land
-        if location.key in self.polled:
-            _check_commute(location, tr.visible)
-        others = self.mirrors.get(tr.label)
-        if others:
-            at = self.memory.location
-            for key, line in others:
-                location = at(key)
-                location.add(Write(line, line + lines, tr.visible, how, value, tr))
-                _check_commute(location, tr.visible)
-
-
-def _check_commute(location: Any, visible: float) -> None:
+def check_commute(location: Any, visible: float) -> None:
     """Raise :class:`SimultaneousWrites` if writes visible at ``visible`` overlap and do not commute (two
     adds, two maxima or two sets of the same value do)."""
     visibles = location.visibles

@@ -1,6 +1,6 @@
 """What each rank spent its time on, and the critical path through all ranks.
 
-Every interval a rank's threads spend in an operation is a :class:`Node`
+Every interval a rank's threads spend in an operation is a :class:`PathNode`
 ``[start, end]`` of one kind (``launch``, ``sync``, ``data``, ``reduce``),
 linked to the node before it on the same thread. A node whose end was set
 by something else (a poll by the write it saw, a fence by the store it
@@ -37,18 +37,19 @@ from __future__ import annotations
 from typing import Any
 
 from collsim.sim.links import Transfer
+from collsim.units import format_size
 
-__all__ = ["Node", "Step", "critical_path", "breakdown_of"]
+__all__ = ["PathNode", "PathStep", "critical_path", "breakdown_of"]
 
 KINDS = ("launch", "sync", "data", "reduce")
 
 
-class Node:
+class PathNode:
     """One interval of one thread of one rank (see the module docstring)."""
 
     __slots__ = ("rank", "start", "end", "kind", "label", "prev", "cause", "cause_at", "what")
 
-    def __init__(self, rank: int, start: float, end: float, kind: str, label: Any, prev: "Node | None",
+    def __init__(self, rank: int, start: float, end: float, kind: str, label: Any, prev: "PathNode | None",
                  cause: Any = None, cause_at: float = 0.0, what: str = "") -> None:
         self.rank = rank
         self.start = start
@@ -66,56 +67,63 @@ class Node:
         return label if isinstance(label, str) else label.name
 
     def __repr__(self) -> str:
-        return f"<Node rank {self.rank} {self.kind} {self.name} {self.start:.3f}-{self.end:.3f}>"
+        return f"<PathNode rank {self.rank} {self.kind} {self.name} {self.start:.3f}-{self.end:.3f}>"
 
 
-class Step:
+class PathStep:
     """One interval of the critical path: ``kind`` time on ``rank`` from ``start_us`` to ``end_us``.
 
-    ``text`` says what happened, in words; it is only written when asked for.
+    ``text`` says what happened, in words; it is only written when asked for. ``op_label`` is the label
+    of the operation the interval belongs to (``barrier.publish.arrive``, ``kernel_start``), without loop
+    indices.
     """
 
-    __slots__ = ("rank", "kind", "start_us", "end_us", "_text")
+    __slots__ = ("rank", "kind", "start_us", "end_us", "_text", "_source")
 
-    def __init__(self, rank: int, kind: str, start_us: float, end_us: float, text: Any) -> None:
+    def __init__(self, rank: int, kind: str, start_us: float, end_us: float, text: tuple) -> None:
         self.rank = rank
         self.kind = kind
         self.start_us = start_us
         self.end_us = end_us
-        self._text = text  # a string, or (function, *arguments) that writes it
+        self._text: Any = text  # (function, node or transfer, *arguments) that writes it; the string once written
+        self._source = text[1]
+
+    @property
+    def op_label(self) -> str:
+        label = self._source.label
+        return label if isinstance(label, str) else label.label
 
     @property
     def text(self) -> str:
-        if not isinstance(self._text, str):
-            fn, *args = self._text
-            self._text = fn(*args)
-        return self._text
+        text = self._text
+        if isinstance(text, tuple):
+            fn, *args = text
+            text = self._text = fn(*args)
+        return text
 
     @property
     def duration_us(self) -> float:
         return self.end_us - self.start_us
 
     def __repr__(self) -> str:
-        return f"Step(rank={self.rank}, kind={self.kind!r}, {self.start_us:.3f}-{self.end_us:.3f}: {self.text})"
+        return f"PathStep(rank={self.rank}, kind={self.kind!r}, {self.start_us:.3f}-{self.end_us:.3f}: {self.text})"
 
 
 def _size(nbytes: float) -> str:
-    from collsim.units import format_size
-
     return format_size(int(nbytes))
 
 
-def _transfer_steps(tr: Transfer, until: float, waiter: str) -> list[Step]:
+def _transfer_steps(tr: Transfer, until: float, waiter: str) -> list[PathStep]:
     """The legs of ``tr`` from its issue to ``until`` (latest first)."""
-    steps: list[Step] = []
+    steps: list[PathStep] = []
     finish = min(tr.finish, until)
     if until > finish:
-        steps.append(Step(tr.rank, "sync", finish, until, (_leg_text, tr, "flight", waiter)))
+        steps.append(PathStep(tr.rank, "sync", finish, until, (_leg_text, tr, "flight", waiter)))
     start = min(tr.start, finish)
     if finish > start:
-        steps.append(Step(tr.rank, "data" if tr.payload else "sync", start, finish, (_leg_text, tr, "bytes", waiter)))
+        steps.append(PathStep(tr.rank, "data" if tr.payload else "sync", start, finish, (_leg_text, tr, "bytes", waiter)))
     if start > tr.issue:
-        steps.append(Step(tr.rank, "sync", tr.issue, start, (_leg_text, tr, "request", waiter)))
+        steps.append(PathStep(tr.rank, "sync", tr.issue, start, (_leg_text, tr, "request", waiter)))
     return steps
 
 
@@ -133,15 +141,15 @@ def _leg_text(tr: Transfer, leg: str, waiter: str) -> str:
     return f"{tr.name}: request travels to rank {tr.peer} and is served"
 
 
-def critical_path(final: Node) -> list[Step]:
+def critical_path(final: PathNode) -> list[PathStep]:
     """The steps of the walk described in the module docstring, in forward time order."""
-    steps: list[Step] = []
-    node: Node | None = final
+    steps: list[PathStep] = []
+    node: PathNode | None = final
     while node is not None:
         cause = node.cause
         if cause is not None and node.cause_at > node.start:
             if node.end > node.cause_at:
-                steps.append(Step(node.rank, node.kind, node.cause_at, node.end, (_describe, node)))
+                steps.append(PathStep(node.rank, node.kind, node.cause_at, node.end, (_describe, node)))
             if isinstance(cause, Transfer):
                 acked = cause.ack > cause.visible and abs(node.cause_at - cause.ack) <= 1e-9
                 steps.extend(_transfer_steps(cause, node.cause_at, "ack" if acked else "visible"))
@@ -150,13 +158,13 @@ def critical_path(final: Node) -> list[Step]:
                 node = cause
             continue
         if node.end > node.start:
-            steps.append(Step(node.rank, node.kind, node.start, node.end, (_describe, node)))
+            steps.append(PathStep(node.rank, node.kind, node.start, node.end, (_describe, node)))
         node = node.prev
     steps.reverse()
     return steps
 
 
-def _describe(node: Node) -> str:
+def _describe(node: PathNode) -> str:
     cause = node.cause
     who = f"rank {node.rank} {node.name}"
     if cause is None or node.cause_at <= node.start:
@@ -172,7 +180,7 @@ def _describe(node: Node) -> str:
     return f"{who}: {node.what} waited for its slowest lane (rank {cause.rank} {cause.name})"
 
 
-def breakdown_of(steps: list[Step]) -> dict[str, float]:
+def breakdown_of(steps: list[PathStep]) -> dict[str, float]:
     """Sum of the steps' durations per kind; the values add up to the critical path's length."""
     out = {kind: 0.0 for kind in KINDS}
     for step in steps:

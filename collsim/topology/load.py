@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from collsim.topology.build import build_topology
 from collsim.topology.catalog import data_dir
 from collsim.topology.topology import Topology
-from collsim.yamlsource import LineOf, Locator, load_yaml_with_lines, looks_like_path
+from collsim.yamlsource import Locator, load_yaml_with_lines, looks_like_path
 
 __all__ = ["list_presets", "presets_with", "load_topology", "TopologySpec"]
 
@@ -31,11 +31,7 @@ TopologySpec = "str | os.PathLike[str] | Mapping[str, Any] | Topology"
 
 def list_presets() -> list[str]:
     """Names of the packaged topology presets, sorted."""
-    return sorted(
-        entry.name[: -len(".yaml")]
-        for entry in data_dir().iterdir()
-        if entry.name.endswith(".yaml") and not entry.name.startswith("_")
-    )
+    return list(_preset_names())
 
 
 def presets_with(features: Any) -> list[str]:
@@ -53,9 +49,31 @@ def presets_with(features: Any) -> list[str]:
 
 
 @cache
-def _preset_document(name: str) -> tuple[Any, LineOf]:
-    text = (data_dir() / f"{name}.yaml").read_text(encoding="utf-8")
-    return load_yaml_with_lines(text, f"{name}.yaml")
+def _preset_names() -> tuple[str, ...]:
+    return tuple(sorted(
+        entry.name[: -len(".yaml")]
+        for entry in data_dir().iterdir()
+        if entry.name.endswith(".yaml") and not entry.name.startswith("_")
+    ))
+
+
+def _preset_text(name: str) -> str:
+    return (data_dir() / f"{name}.yaml").read_text(encoding="utf-8")
+
+
+@cache
+def _preset_document(name: str) -> tuple[Any, Any]:
+    """A preset file's YAML document and its line map (read once per process, like the preset names)."""
+    return load_yaml_with_lines(_preset_text(name), f"{name}.yaml")
+
+
+@lru_cache(maxsize=32)
+def _built_preset(name: str, text: str) -> Topology:
+    """The topology a preset file's ``text`` describes, built once per process and content (the GPU and
+    link catalogs it reads are read once per process too): routing a 72-GPU preset is most of the cost of
+    a 72-rank simulation, and what the simulator derives from a topology is cached on the object."""
+    data, line_of = load_yaml_with_lines(text, f"{name}.yaml")
+    return build_topology(data, Locator(f"{name}.yaml", line_of), default_name=name)
 
 
 def _load_file(path: str | os.PathLike[str], shown: str) -> Topology:
@@ -70,7 +88,8 @@ def load_topology(spec: Any, *, locator: Locator | None = None) -> Topology:
     Parameters
     ----------
     spec : str, os.PathLike, mapping or Topology
-        A preset name (see :func:`list_presets`), a path to a ``.yaml`` file,
+        A preset name (see :func:`list_presets`; every load of one preset in a process returns the
+        same object, built once: treat it as read-only), a path to a ``.yaml`` file,
         an inline mapping in either topology format (see
         :mod:`collsim.topology.build`), or a ready :class:`Topology`
         (returned as is).
@@ -93,9 +112,8 @@ def load_topology(spec: Any, *, locator: Locator | None = None) -> Topology:
     if isinstance(spec, os.PathLike):
         return _load_file(spec, os.fspath(spec))
     if isinstance(spec, str):
-        if spec in list_presets():
-            data, line_of = _preset_document(spec)
-            return build_topology(data, Locator(f"{spec}.yaml", line_of), default_name=spec)
+        if spec in _preset_names():
+            return _built_preset(spec, _preset_text(spec))
         if looks_like_path(spec) or os.sep in spec:
             return _load_file(spec, spec)
         raise loc.error(f"unknown topology preset '{spec}'", choices=list_presets())
