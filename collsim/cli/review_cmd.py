@@ -48,6 +48,10 @@ class _Display:
     def __call__(self, stage: str, done: int, total: int, text: str) -> None:
         if self.progress is not None:
             self.progress.update(self.tasks[stage], completed=done, total=total, detail=text)
+        elif self.enabled and stage == "load":
+            # said once the protocol loaded: bad input stays the one error line
+            if done == total:
+                print(f"collsim review: {stage}: {text}", file=sys.stderr)
         elif self.enabled and done == 0 and self.last.get(stage) != text:
             self.last[stage] = text
             print(f"collsim review: {stage}: {text}", file=sys.stderr)
