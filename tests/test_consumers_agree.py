@@ -74,6 +74,14 @@ class MemoryInstruction(OpVisitor):
     def visit_multimem_red(self, op):
         return InstrKind.RMW
 
+    # host actions (no shipped protocol has one): a memset is a store per line; the hosts' rendezvous is the
+    # verifier's mailbox picture of an ordering, no memory instruction of the program
+    def visit_host_memset(self, op):
+        return InstrKind.STORE
+
+    def visit_host_barrier(self, op):
+        return None
+
 
 def _counts(ops) -> Counter:
     """Memory instructions by kind: the verifier issues one per line of a range (each line its own access)."""

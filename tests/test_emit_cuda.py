@@ -40,6 +40,8 @@ DEFAULT = [("ll", "one-shot"), ("ll128", "one-shot"), ("sentinel", "two-shot"), 
            # multimem ld_reduce/st/red (16-B lines, a multicast barrier), and the LL128-atomic line's count word
            ("nvls", "two-shot"), ("ll128-atomic-nvls", "one-shot")]
 DEFAULT_MUTANT = "mutant-ll-split-flag"
+GRAPH_MUTANT = "mutant-ll-frozen-epoch"  # kernel arguments frozen at graph capture (ARG_ITER)
+HOST_ACTIONS = str(Path(__file__).resolve().parents[1] / "examples/protocols/host_reset_barrier.py")
 
 
 def _nvcc_version() -> str:
@@ -59,7 +61,8 @@ class Compiler:
 
     def emit(self, name: str, algorithm: str, arch: str) -> tuple[Path, object]:
         emitted = prepare(name, algorithm, unverified=True, arch=arch)
-        directory = self.work / f"{name}__{algorithm}__{arch}"
+        tag = Path(name).stem if name.endswith(".py") else name  # a protocol file: its name, not its path
+        directory = self.work / f"{tag}__{algorithm}__{arch}"
         write_program(emitted, directory)
         return directory, emitted
 
@@ -109,7 +112,8 @@ def compiler(request, tmp_path_factory) -> Compiler:
 
 @pytest.fixture(scope="session")
 def default_build(compiler):
-    jobs = [(n, a, "sm_90") for n, a in DEFAULT] + [("ll", "two-shot", "sm_80"), (DEFAULT_MUTANT, "one-shot", "sm_90")]
+    jobs = [(n, a, "sm_90") for n, a in DEFAULT] + [("ll", "two-shot", "sm_80"), (DEFAULT_MUTANT, "one-shot", "sm_90"),
+                                                    (GRAPH_MUTANT, "one-shot", "sm_90"), (HOST_ACTIONS, "one-shot", "sm_90")]
     return compiler.many(jobs)
 
 
@@ -134,6 +138,25 @@ def test_kernel_compiles_for_sm80(default_build):
 
 def test_mutant_with_partial_stores_compiles_and_checks(default_build):
     _check((DEFAULT_MUTANT, "one-shot", "sm_90"), default_build)
+
+
+def test_kernel_arguments_frozen_at_graph_capture_compile(default_build):
+    """ARG_ITER is the kernel argument the host sets per launch (frozen in a captured graph), ITER the counter."""
+    _check((GRAPH_MUTANT, "one-shot", "sm_90"), default_build)
+    kernel = default_build[(GRAPH_MUTANT, "one-shot", "sm_90")][2].files["kernel.cu"]
+    assert "p.arg_iter" in kernel
+
+
+def test_host_actions_compile_before_the_kernels(compiler, default_build):
+    """A host memset is a memset kernel launched before the collective on the rank's stream; a host barrier is
+    the harness draining every rank's stream before any launch (and no graph capture)."""
+    _check((HOST_ACTIONS, "one-shot", "sm_90"), default_build)
+    kernel = default_build[(HOST_ACTIONS, "one-shot", "sm_90")][2].files["kernel.cu"]
+    assert "collsim_memset_u32<<<" in kernel and "err = host_actions(p, blocks, stream);" in kernel
+    assert kernel.index("host_actions(p, blocks, stream)") < kernel.index("cudaLaunchKernelEx(&cfg")
+    directory = compiler.work / "host_reset_barrier__one-shot__sm_90"
+    main_obj, _ = compiler.compile(directory, "main.cu", "sm_90")
+    assert main_obj.exists()
 
 
 def test_weakened_ptx_is_caught(default_build):

@@ -8,6 +8,7 @@ from collsim.ir.checks import check_program
 from collsim.ir.registry import list_mutants, list_protocols, load_protocol
 from collsim.verify import verify
 from collsim.verify.properties import PROPERTIES, normalize_property
+from test_counterexamples import source_line
 
 MUTANTS = list_mutants()
 
@@ -39,6 +40,11 @@ def test_mutant_is_caught(name):
     cex = result.counterexample
     assert cex is not None and cex.reason and cex.steps
     assert any(step.mark for step in cex.steps) or expected == "postcondition"
+    # every step of protocol code names its op in source terms: file:line of the emitting protocol line
+    sourced = [step for step in cex.steps if step.source]
+    assert sourced, name
+    assert all(source_line(step.source).strip() for step in sourced)
+    assert all(step.source for step in cex.steps if step.mark and step.action in ("writes", "reads", "polls", "rmw"))
 
 
 def test_group_synchronization_bugs_need_more_than_one_thread():
@@ -47,3 +53,17 @@ def test_group_synchronization_bugs_need_more_than_one_thread():
     assert caught.bound.threads == 2 and caught.properties["data-race"].violated
     one = verify(name, threads=1, properties=["data-race"], dependencies=False, use_cache=False)
     assert one.properties["data-race"].holds
+
+
+@pytest.mark.parametrize("name", ["mutant-barrier-unsynced-publish", "mutant-simple-release-head"])
+def test_lane_bugs_are_caught_at_the_default_bound_and_the_bound_says_why(name):
+    caught = verify(name, properties=["data-race"], dependencies=False, use_cache=False)
+    assert caught.bound.threads == 2 and caught.bound.lines == 2
+    assert caught.properties["data-race"].violated
+    assert any("default bound of 2 threads x 2 lines" in note for note in caught.bound.notes)
+    assert "2 thread(s) per rank" in caught.render(counterexamples=False)
+    for threads, lines in ((1, 1), (1, 2), (2, 1)):  # invisible to a single thread, or a single line
+        narrow = verify(name, threads=threads, lines=lines, properties=["data-race", "stale-read"],
+                        dependencies=False, use_cache=False)
+        assert all(r.holds for r in narrow.properties.values()), (threads, lines)
+        assert not any("default bound" in note for note in narrow.bound.notes)

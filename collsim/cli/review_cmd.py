@@ -116,7 +116,8 @@ def review_command(
     typer.echo(f"{headline}; depends on: {', '.join(result.depends_on) or 'nothing'}")
     for v in result.verifications:
         if not v.ok:
-            bad = ", ".join(p for p, r in v.result.properties.items() if not r.holds)
+            bad = ", ".join(f"{p} ({'vacuous' if r.vacuous else r.status})" for p, r in v.result.properties.items()
+                            if not r.holds)
             typer.echo(f"  {v.algorithm} / {v.model}: {bad}")
     typer.echo(f"wrote {page} and {doc}")
     if result.exit_code:

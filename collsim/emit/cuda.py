@@ -44,9 +44,9 @@ from collsim.emit.layouts import EmitError, LaneRun, LayoutPlan, lane_runs
 from collsim.emit.plan import EmitNode, ProgramPlan, iter_nodes
 from collsim.ir import multimem
 from collsim.ir.expr import Expr
-from collsim.ir.ops import (Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, MulticastRef, MultimemLoadReduce,
-                            MultimemRed, MultimemStore, NotEqual, Op, PollUntil, Reduce, Ref, Reg, Store, SyncGroup,
-                            WriteOutput)
+from collsim.ir.ops import (Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
+                            MulticastRef, MultimemLoadReduce, MultimemRed, MultimemStore, NotEqual, Op, PollUntil,
+                            Reduce, Ref, Reg, Store, SyncGroup, WriteOutput)
 from collsim.ir.types import FillPattern, Issuer, RmwOp, Scope, Sem
 from collsim.ir.visit import OpVisitor
 
@@ -222,6 +222,12 @@ class _Description(OpVisitor):
 
     def visit_kernel_boundary(self, op: KernelBoundary) -> str:
         return "KernelBoundary"
+
+    def visit_host_memset(self, op: HostMemset) -> str:
+        return f"host memset {_ref_text(op.dst)} := {op.pattern.value}"
+
+    def visit_host_barrier(self, op: HostBarrier) -> str:
+        return "host barrier (every rank's stream drained, hosts meet)"
 
     def visit_loop(self, op: Loop) -> str:
         return f"Loop {op.var} < {op.count!r}"
@@ -511,6 +517,13 @@ class KernelGenerator(OpVisitor):
 
     def visit_kernel_boundary(self, op: KernelBoundary, node: EmitNode) -> None:
         self.out("// end of launch: the next kernel part (or the next collective) starts after this kernel")
+
+    def visit_host_memset(self, op: HostMemset, node: EmitNode) -> None:
+        raise EmitError(f"op #{node.id}: host action {op.label} inside a kernel (host actions are emitted by "
+                        "collsim_launch before the kernels: collsim.emit.package)")
+
+    def visit_host_barrier(self, op: HostBarrier, node: EmitNode) -> None:
+        raise EmitError(f"op #{node.id}: host action {op.label} inside a kernel")
 
     # -- ops -------------------------------------------------------------------
     @_scoped

@@ -27,7 +27,7 @@ from collsim.errors import InputError
 from collsim.ir.assumptions import get_assumption
 from collsim.ir.expr import Expr
 from collsim.ir.layout import WordRole
-from collsim.ir.ops import Loop
+from collsim.ir.ops import HostMemset, Loop
 from collsim.ir.protocol import Protocol
 
 __all__ = ["EmittedProgram", "build_program", "write_program", "STATIC_FILES", "SUPPORTED_ARCHS"]
@@ -191,7 +191,8 @@ def _kernel_file(program: EmittedProgram) -> str:
         f"    {plan.granule}, {program.min_sm}, {1 if plan.needs_vector_atomics else 0},"
         f" {1 if plan.sentinel_word is not None else 0}, 0x{sentinel:08x}u,\n"
         f"    {len(prog.buffers)}, kBuffers, {len(prog.registers)}, kRegisters,\n"
-        f"    {plan.op_count}, kOps, {len(plan.kernels)}, {_c_string(EMITTER)}, {1 if plan.uses_multicast else 0}}};\n\n"
+        f"    {plan.op_count}, kOps, {len(plan.kernels)}, {_c_string(EMITTER)}, {1 if plan.uses_multicast else 0},"
+        f" {1 if plan.host_barrier else 0}}};\n\n"
         "const CollsimProgramInfo& collsim_program_info() { return kInfo; }\n\n"
     )
     out.append("long long collsim_buffer_bytes(int buffer, long long nranks, long long msg_bytes) {\n"
@@ -208,6 +209,7 @@ def _kernel_file(program: EmittedProgram) -> str:
         out.append(f"    case {i}: return {_check_host_expr(size, f'register {name} size')};  // {name}\n")
     out.append("    default: return 0;\n  }\n}\n\n")
     kernels = [f"collsim_kernel_part{i}<T>" for i in range(len(plan.kernels))]
+    out.append(_host_actions_source(plan))
     out.append(
         "// Every part is a cooperative launch: all blocks (ranks x channels) must be resident at once,\n"
         "// because blocks spin on each other; the runtime refuses a grid that cannot be.\n"
@@ -225,6 +227,9 @@ def _kernel_file(program: EmittedProgram) -> str:
         "  cfg.numAttrs = 1;\n"
         "  cudaError_t err = cudaSuccess;\n"
     )
+    if plan.host_actions:
+        out.append("  err = host_actions(p, blocks, stream);  // before the launch, on its stream\n"
+                   "  if (err != cudaSuccess) return err;\n")
     for k in kernels:
         out.append(f"  err = cudaLaunchKernelEx(&cfg, {k}, p);\n  if (err != cudaSuccess) return err;\n")
     out.append("  return err;\n}\n\n")
@@ -257,6 +262,51 @@ def _kernel_file(program: EmittedProgram) -> str:
         "    default: return cudaErrorInvalidValue;\n"
         "  }\n}\n"
     )
+    return "".join(out)
+
+
+def _host_actions_source(plan) -> str:
+    """``host_actions()``: the program's host actions for every rank and channel of one launch call.
+
+    A memset is one small kernel on the rank's stream (a memset node, as ``cudaMemsetAsync`` is, but for
+    32-bit patterns too); a host barrier needs nothing here: the harness drains every rank's stream
+    before any rank's launch (``COLLSIM_HOST_BARRIER`` in the program info).
+    """
+    memsets = [node for node in plan.host_actions if isinstance(node.op, HostMemset)]
+    if not plan.host_actions:
+        return ""
+    program = plan.program
+    out = ["// Host actions: issued on the rank's stream before its launch (IR host actions, in program order).\n"
+           "__global__ void collsim_memset_u32(unsigned int* words, unsigned int value, long long count) {\n"
+           "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count;\n"
+           "       i += (long long)gridDim.x * blockDim.x) words[i] = value;\n}\n\n"
+           "static cudaError_t host_actions(const CollsimParams& p, int blocks, cudaStream_t stream) {\n"
+           "  cudaError_t err = cudaSuccess;\n"
+           "  [[maybe_unused]] const long long nranks = (long long)p.nranks;\n"
+           "  for (long long rank = p.first_rank; rank < p.first_rank + blocks / p.ctas; ++rank) {\n"
+           "    for (int chan = 0; chan < p.ctas; ++chan) {\n"
+           "      const long long rest = p.msg_bytes - (long long)chan * p.chan_bytes;\n"
+           "      [[maybe_unused]] const long long msg_bytes = rest < 0 ? 0 : (rest > p.chan_bytes ? p.chan_bytes : rest);\n"]
+    for node in memsets:
+        op = node.op
+        buf = program.buffer(op.dst.buffer)
+        b = plan.buffer_index[buf.name]
+        line_bytes = buf.layout.line_bytes
+        value = plan.sentinel_word if op.pattern.value == "sentinel" else 0
+        ref = op.dst
+        out.append(
+            f"      {{  // IR #{node.id} {op.label}: {buf.name} lines := {op.pattern.value}\n"
+            f"        const long long regions = {buf.regions.to_c()}, lines_per_region = {buf.lines.to_c()};\n"
+            f"        const long long owner = {ref.rank.to_c()}, slot = {ref.slot.to_c()};\n"
+            f"        const long long line0 = ((slot * regions + ({ref.region.to_c()})) * lines_per_region"
+            f" + ({ref.line.to_c()}));\n"
+            f"        const long long words = ({ref.lines.to_c()}) * {line_bytes // 4}LL;\n"
+            f"        unsigned int* const base = reinterpret_cast<unsigned int*>(p.buf[{b}][owner] + (long long)chan"
+            f" * p.buf_stride[{b}] + line0 * {line_bytes}LL);\n"
+            f"        if (words > 0) collsim_memset_u32<<<(unsigned)((words + 255) / 256 < 1024 ? (words + 255) / 256"
+            f" : 1024), 256, 0, stream>>>(base, 0x{value or 0:08x}u, words);\n"
+            "        err = cudaGetLastError();\n        if (err != cudaSuccess) return err;\n      }\n")
+    out.append("    }\n  }\n  return err;\n}\n\n")
     return "".join(out)
 
 

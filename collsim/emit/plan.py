@@ -23,8 +23,9 @@ from typing import Iterator, Mapping
 from collsim.algorithms import generate
 from collsim.emit.layouts import EmitError, LayoutPlan, lcm, plan_layout
 from collsim.ir.effects import effects
-from collsim.ir.ops import (Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, MultimemLoadReduce, MultimemRed,
-                            MultimemStore, Op, PollUntil, Reduce, Reg, Store, SyncGroup, WriteOutput, bind)
+from collsim.ir.ops import (Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
+                            MultimemLoadReduce, MultimemRed, MultimemStore, Op, PollUntil, Reduce, Reg, Store,
+                            SyncGroup, WriteOutput, bind)
 from collsim.ir.program import Program
 from collsim.ir.protocol import Protocol
 from collsim.ir.types import Issuer
@@ -80,6 +81,13 @@ class ProgramPlan:
     needs_vector_atomics: bool = False
     #: the program has multimem ops: its harness binds buffers to multicast objects (sm_90, NVLink SHARP)
     uses_multicast: bool = False
+    #: the host actions that come before the launch (memsets, host barriers), in program order
+    host_actions: tuple[EmitNode, ...] = ()
+
+    @property
+    def host_barrier(self) -> bool:
+        """Whether the host meets the other ranks' hosts before every launch (a :class:`HostBarrier`)."""
+        return any(isinstance(node.op, HostBarrier) for node in self.host_actions)
 
     @property
     def min_sm(self) -> int:
@@ -97,10 +105,23 @@ class ProgramPlan:
         return sum(1 for node in iter_nodes(self.nodes) if not isinstance(node.op, Loop))
 
 
+def _host_prefix(nodes: tuple[EmitNode, ...]) -> int:
+    """How many leading nodes are host actions (collsim.ir.checks keeps host actions before every device op)."""
+    count = 0
+    while count < len(nodes) and effects(nodes[count].op).host:
+        count += 1
+    for node in nodes[count:]:
+        for inner in iter_nodes((node,)):
+            if effects(inner.op).host:
+                raise EmitError(f"op #{inner.id}: host action {inner.op.label} follows a device operation; host "
+                                "actions come first in a program")
+    return count
+
+
 def _split_kernels(nodes: tuple[EmitNode, ...]) -> list[tuple[EmitNode, ...]]:
     kernels: list[tuple[EmitNode, ...]] = []
     current: list[EmitNode] = []
-    for node in nodes:
+    for node in nodes[_host_prefix(nodes):]:
         if effects(node.op).ends_launch:
             current.append(node)
             kernels.append(tuple(current))
@@ -120,7 +141,7 @@ def _split_kernels(nodes: tuple[EmitNode, ...]) -> list[tuple[EmitNode, ...]]:
 #: architecture each ask for the same plan. Keyed by the class too: a protocol file loaded twice in one process
 #: may define a changed class under the same name. Room for every shipped protocol and mutant under every
 #: algorithm it has.
-_PLANS: "LRUCache[ProgramPlan]" = LRUCache(maxsize=64)
+_PLANS: "LRUCache[ProgramPlan]" = LRUCache(maxsize=128)
 
 
 def plan_for(protocol: Protocol, algorithm: str) -> ProgramPlan:
@@ -150,6 +171,7 @@ def plan_program(program: Program) -> ProgramPlan:
         program=program,
         nodes=nodes,
         kernels=_split_kernels(nodes),
+        host_actions=nodes[:_host_prefix(nodes)],
         layouts=layouts,
         buffer_index={buf.name: i for i, buf in enumerate(program.buffers)},
         register_index={name: i for i, name in enumerate(program.registers)},
@@ -286,6 +308,12 @@ class _RegisterAccesses(OpVisitor):
         return []
 
     def visit_kernel_boundary(self, op: KernelBoundary) -> list[Access]:
+        return []
+
+    def visit_host_memset(self, op: HostMemset) -> list[Access]:
+        return []  # memory only, before the kernel starts
+
+    def visit_host_barrier(self, op: HostBarrier) -> list[Access]:
         return []
 
     def visit_loop(self, op: Loop) -> list[Access]:

@@ -32,8 +32,9 @@ from collsim.emit.cuda import MARKER
 from collsim.emit.plan import ProgramPlan, iter_nodes
 from collsim.ir import multimem
 from collsim.ir.layout import LineLayout, WordRole
-from collsim.ir.ops import (Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, MultimemLoadReduce, MultimemRed,
-                            MultimemStore, PollUntil, Reduce, Reg, Store, SyncGroup, WriteOutput)
+from collsim.ir.ops import (Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
+                            MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, Reduce, Reg, Store, SyncGroup,
+                            WriteOutput)
 from collsim.ir.types import Sem
 from collsim.ir.visit import OpVisitor
 
@@ -407,6 +408,12 @@ class _Demands(OpVisitor):
 
     def visit_kernel_boundary(self, op: KernelBoundary, node_id: int) -> None:
         return None
+
+    def visit_host_memset(self, op: HostMemset, node_id: int) -> None:
+        return None  # host code (a memset kernel before the launch), no instruction of the collective's kernels
+
+    def visit_host_barrier(self, op: HostBarrier, node_id: int) -> None:
+        return None  # host code
 
     def visit_loop(self, op: Loop, node_id: int) -> None:
         return None  # its body's ops are nodes of their own

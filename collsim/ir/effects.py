@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from collsim.ir.expr import Expr
-from collsim.ir.ops import (Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, MulticastRef, MultimemLoadReduce,
-                            MultimemRed, MultimemStore, Op, PollUntil, Predicate, Reduce, Ref, Reg, Source, Store,
-                            SyncGroup, WriteOutput)
+from collsim.ir.ops import (Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
+                            MulticastRef, MultimemLoadReduce, MultimemRed, MultimemStore, Op, PollUntil, Predicate,
+                            Reduce, Ref, Reg, Source, Store, SyncGroup, WriteOutput)
 from collsim.ir.visit import OpVisitor
 
 __all__ = ["Effects", "effects"]
@@ -38,7 +38,8 @@ class Effects:
     it spins on; ``sources`` are the data sources it reads and ``fills`` the register it writes
     (None when it writes none). ``orders_group`` marks an op after which every thread of the
     rank sees what every other thread did before it (a group barrier, the end of a launch), and
-    ``ends_launch`` the end of a launch.
+    ``ends_launch`` the end of a launch. ``whole_lines`` marks a write of every word of its lines
+    (data and flag words alike: a memset), ``host`` an action of the host between launches.
     """
 
     ref: Ref | MulticastRef | None = None
@@ -50,6 +51,8 @@ class Effects:
     fills: str | None = None
     orders_group: bool = False
     ends_launch: bool = False
+    whole_lines: bool = False
+    host: bool = False
 
     @property
     def multicast(self) -> bool:
@@ -89,6 +92,7 @@ class Effects:
 _NOTHING = Effects()
 _GROUP_BARRIER = Effects(orders_group=True)
 _LAUNCH_END = Effects(orders_group=True, ends_launch=True)
+_HOST_BARRIER = Effects(orders_group=True, host=True)
 
 
 class _EffectsOf(OpVisitor):
@@ -135,6 +139,12 @@ class _EffectsOf(OpVisitor):
 
     def visit_loop(self, op: Loop) -> Effects:
         return _NOTHING  # a loop's effects are its body's
+
+    def visit_host_memset(self, op: HostMemset) -> Effects:
+        return Effects(op.dst, writes_memory=True, sources=(Fill(op.pattern),), whole_lines=True, host=True)
+
+    def visit_host_barrier(self, op: HostBarrier) -> Effects:
+        return _HOST_BARRIER
 
 
 _EFFECTS = _EffectsOf()

@@ -13,6 +13,13 @@ Symbols
     so two or three iterations in the verifier exercise what a long run does.
 ``MSG``
     message size in bytes per rank.
+``ARG_ITER``
+    the launch index as a *kernel argument* the host computed: ``ITER`` for a
+    launch issued on the stream, but the index of the capture launch in every
+    replay of a CUDA graph, whose kernel arguments are frozen at capture
+    (:attr:`collsim.ir.protocol.Protocol.graph_replay`). ``ITER`` itself is what
+    the kernel reads from its launch counter in device memory, so it advances
+    in graph replays too.
 Loop variables are plain :class:`Var` objects named by the loop.
 
 Examples
@@ -42,12 +49,14 @@ __all__ = [
     "NRANKS",
     "ITER",
     "MSG",
+    "ARG_ITER",
+    "LaunchArgument",
 ]
 
 ExprLike = Union["Expr", int]
 
 # C spelling of the built-in symbols in emitted kernels.
-_C_NAMES = {"RANK": "rank", "NRANKS": "nranks", "ITER": "iter", "MSG": "msg_bytes"}
+_C_NAMES = {"RANK": "rank", "NRANKS": "nranks", "ITER": "iter", "MSG": "msg_bytes", "ARG_ITER": "p.arg_iter"}
 
 
 class Expr:
@@ -129,6 +138,27 @@ class Var(Expr):
 
     def free_vars(self) -> frozenset[str]:
         return frozenset({self.name})
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, eq=True)
+class LaunchArgument(Var):
+    """A value the host passes as a kernel argument at launch, derived from ``ITER`` (:data:`ARG_ITER`).
+
+    A consumer that models CUDA-graph replay binds it (the verifier binds ``ARG_ITER`` to the capture
+    launch's index, 0); one that does not distinguish the two (the simulator: values do not change
+    timing) gets ``ITER``.
+
+    >>> ARG_ITER.evaluate({"ITER": 3}), ARG_ITER.evaluate({"ITER": 3, "ARG_ITER": 0}), (ARG_ITER + 1).to_c()
+    (3, 0, '(p.arg_iter + 1)')
+    """
+
+    def evaluate(self, env: Mapping[str, int]) -> int:
+        if self.name in env:
+            return int(env[self.name])
+        return Var("ITER").evaluate(env)
 
     def __repr__(self) -> str:
         return self.name
@@ -217,3 +247,4 @@ RANK = Var("RANK")
 NRANKS = Var("NRANKS")
 ITER = Var("ITER")
 MSG = Var("MSG")
+ARG_ITER = LaunchArgument("ARG_ITER")

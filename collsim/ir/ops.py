@@ -58,6 +58,10 @@ __all__ = [
     "WriteOutput",
     "SyncGroup",
     "KernelBoundary",
+    "HostMemset",
+    "HostBarrier",
+    "HOST_SYMBOLS",
+    "HOST_ACTIONS",
     "Loop",
     "OP_TYPES",
     "bind",
@@ -558,6 +562,51 @@ class KernelBoundary(Op):
     label: str = "kernel_end"
 
 
+#: The symbols an expression of a host action may use: the host knows its rank, the rank count, the
+#: message size and its own launch count (``ARG_ITER``), not the kernel's device launch counter ``ITER``.
+HOST_SYMBOLS = frozenset({"RANK", "NRANKS", "MSG", "ARG_ITER"})
+
+
+@dataclass(frozen=True)
+class HostMemset(Op):
+    """``cudaMemsetAsync`` on this rank's stream, before the launch: every word of ``dst``'s lines becomes
+    zero (``FillPattern.ZERO``) or, in a layout without flag words, the sentinel (``cuMemsetD32Async``).
+
+    A *host action*: the host issues it between the rank's previous launch and this one, so host actions
+    come first in a program, before any device operation. Stream order puts it after everything the
+    rank's previous launch did and before everything this launch does; it is ordered with *other* ranks
+    only by what orders their launches (a :class:`HostBarrier`, or the kernels' own synchronization): a
+    peer still in its previous launch, or already in this one, may write the range while it is cleared.
+    Its expressions use the host's symbols (:data:`HOST_SYMBOLS`: ``ARG_ITER``, not ``ITER``). The
+    memset's stores are plain (weak) stores of a separate memset kernel.
+    """
+
+    dst: Ref
+    pattern: FillPattern = FillPattern.ZERO
+    label: str = "host_memset"
+
+    def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "pattern", FillPattern(self.pattern))
+        except ValueError:
+            raise ValueError(f"host memset {self.label!r}: pattern is 'zero' or 'sentinel', not "
+                             f"{self.pattern!r}") from None
+
+
+@dataclass(frozen=True)
+class HostBarrier(Op):
+    """A collective among the ranks' host processes between launches: each host waits for its stream to
+    drain (``cudaStreamSynchronize``), then all meet (``torch.distributed.barrier``, ``MPI_Barrier``).
+
+    A *host action* (it comes before any device operation of the launch): everything every rank did
+    before it (earlier launches, earlier host actions) happens before everything any rank does after it.
+    It costs a stream drain, a host round trip among the ranks and a fresh kernel launch, and it cannot
+    be captured into a CUDA graph.
+    """
+
+    label: str = "host_barrier"
+
+
 @dataclass(frozen=True)
 class Loop(Op):
     """Run ``body`` for ``var`` = 0 .. ``count``-1."""
@@ -579,7 +628,10 @@ class Loop(Op):
 #: :class:`collsim.ir.visit.OpVisitor`, which must have a rule for each of these: a new operation is
 #: added here and then fails at import in every consumer that does not handle it yet.
 OP_TYPES: tuple[type[Op], ...] = (Store, Load, PollUntil, Fence, Atomic, Reduce, WriteOutput, SyncGroup,
-                                  KernelBoundary, Loop, MultimemLoadReduce, MultimemStore, MultimemRed)
+                                  KernelBoundary, Loop, MultimemLoadReduce, MultimemStore, MultimemRed, HostMemset,
+                                  HostBarrier)
+#: The operations the host performs between launches (see :class:`HostMemset`).
+HOST_ACTIONS: tuple[type[Op], ...] = (HostMemset, HostBarrier)
 
 
 def _bind_value(value: Any, env: Mapping[str, int]) -> Any:

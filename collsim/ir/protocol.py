@@ -199,6 +199,10 @@ class Protocol:
     barriers_per_launch: ClassVar[int] = 0
     #: where the design comes from
     citation: ClassVar[str] = ""
+    #: its launches are replayed from one CUDA graph (captured at launch 0): kernel arguments derived from
+    #: the launch index (:data:`~collsim.ir.expr.ARG_ITER`) keep their capture values in every replay, while
+    #: ``ITER``, read from the kernel's launch counter in device memory, advances
+    graph_replay: ClassVar[bool] = False
     #: what a mutant is expected to break (empty for shipped protocols)
     expected_violation: ClassVar[str | None] = None
     default_params: ClassVar[Mapping[str, Any]] = {}

@@ -351,8 +351,18 @@ def verdict_lines(r: Review) -> tuple[str, list[str]]:
     else:
         headline = f"{r.name} is NOT correct as declared"
         for v in broken:
-            bad = [f"{res.title} ({res.status})" for res in v.result.properties.values() if not res.holds]
-            lines.append(f"<b>Violated</b> ({e(v.algorithm)}, {e(v.model)}): {e(', '.join(bad))}.")
+            bad = [f"{res.title} ({res.status})" for res in v.result.properties.values() if res.violated]
+            vacuous = [res.title for res in v.result.properties.values() if res.vacuous]
+            other = [f"{res.title} (unknown)" for res in v.result.properties.values()
+                     if not (res.holds or res.violated or res.vacuous)]
+            if bad:
+                lines.append(f"<b>Violated</b> ({e(v.algorithm)}, {e(v.model)}): {e(', '.join(bad + other))}.")
+            if vacuous:
+                lines.append(f"<b>Vacuous</b> ({e(v.algorithm)}, {e(v.model)}): {e(', '.join(vacuous))}: no execution "
+                             f"of the bound reaches their premise (every thread finishing), so they are unknown, "
+                             f"not proved.")
+            if other and not bad:
+                lines.append(f"<b>Unknown</b> ({e(v.algorithm)}, {e(v.model)}): {e(', '.join(other))}.")
         if proved:
             lines.append(f"Holds for {e(', '.join(f'{a}/{m}' for a, m in proved))}.")
     if r.depends_on:

@@ -79,6 +79,7 @@ class CostSet:
     # launch and measurement harness
     launch_overhead_us: float
     host_call_us: float
+    host_barrier_us: float
     kernel_start_us: float
     kernel_end_us: float
     stream_gap_us: float

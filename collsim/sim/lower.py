@@ -26,18 +26,19 @@ from collections.abc import Mapping
 from enum import IntEnum
 from typing import Any, Callable
 
-from collsim.ir.expr import BinOp, Const, Expr, Var
+from collsim.ir.expr import BinOp, Const, Expr, LaunchArgument, Var
 from collsim.ir.layout import WordRole
 from collsim.ir.ops import (
-    OP_TYPES, Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, MulticastRef, MultimemLoadReduce,
-    MultimemRed, MultimemStore, PollUntil, Reduce, Reg, Store, SyncGroup, WriteOutput,
+    OP_TYPES, Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop, MulticastRef,
+    MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, Reduce, Reg, Store, SyncGroup, WriteOutput,
 )
 from collsim.ir.program import Program
 from collsim.ir.types import Issuer, Sem
 from collsim.ir.visit import OpVisitor
 
 __all__ = ["SimKind", "SimOp", "Block", "SimProgram", "lower_for_sim", "STORE", "LOAD", "POLL", "FENCE", "ATOMIC",
-           "REDUCE", "WRITE", "SYNC", "KERNEL_END", "MC_LOAD_REDUCE", "MC_STORE", "MC_RED", "KIND_NAMES",
+           "REDUCE", "WRITE", "SYNC", "KERNEL_END", "MC_LOAD_REDUCE", "MC_STORE", "MC_RED", "HOST_MEMSET",
+           "HOST_BARRIER", "KIND_NAMES",
            "EVERY_COPY", "BoundRank"]
 
 
@@ -56,11 +57,13 @@ class SimKind(IntEnum):
     MC_LOAD_REDUCE = OP_TYPES.index(MultimemLoadReduce)
     MC_STORE = OP_TYPES.index(MultimemStore)
     MC_RED = OP_TYPES.index(MultimemRed)
+    HOST_MEMSET = OP_TYPES.index(HostMemset)
+    HOST_BARRIER = OP_TYPES.index(HostBarrier)
 
 
 # Plain ints for the hot path (a rank compares kinds millions of times).
-STORE, LOAD, POLL, FENCE, ATOMIC, REDUCE, WRITE, SYNC, KERNEL_END, MC_LOAD_REDUCE, MC_STORE, MC_RED = (
-    int(k) for k in SimKind)
+(STORE, LOAD, POLL, FENCE, ATOMIC, REDUCE, WRITE, SYNC, KERNEL_END, MC_LOAD_REDUCE, MC_STORE, MC_RED, HOST_MEMSET,
+ HOST_BARRIER) = (int(k) for k in SimKind)
 #: The owner rank in the ``ref`` of a multimem op: every rank's copy (:mod:`collsim.sim.fabric` costs them).
 EVERY_COPY = -1
 #: The IR class name of each kind, indexed by kind (a kind is its class's position in OP_TYPES).
@@ -123,6 +126,8 @@ class BoundRank(list):
 def _src(expr: Expr) -> str:
     if isinstance(expr, Const):
         return str(expr.value)
+    if isinstance(expr, LaunchArgument):  # a kernel argument: the launch index, unless a consumer binds it
+        return f"e.get({expr.name!r}, e['ITER'])"
     if isinstance(expr, Var):
         return f"e[{expr.name!r}]"
     if isinstance(expr, BinOp):
@@ -272,6 +277,16 @@ class _Compiler(OpVisitor):
     def visit_multimem_red(self, op: MultimemRed) -> tuple:
         self.lowered.multicast = True
         return self._write(SimKind.MC_RED, op, "operand", op.operand)
+
+    # host actions, before the launch: collsim.sim.rank costs them
+
+    def visit_host_memset(self, op: HostMemset) -> tuple:
+        f = _Fields(SimKind.HOST_MEMSET, op, self.program, op.dst)
+        f.fields["src"] = f"('fill', {op.pattern!r})"
+        return self._item(op, f)
+
+    def visit_host_barrier(self, op: HostBarrier) -> tuple:
+        return self._item(op, _Fields(SimKind.HOST_BARRIER, op, self.program))
 
     def visit_loop(self, op: Loop) -> tuple | None:
         body = self.compile(op.body)

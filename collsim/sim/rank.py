@@ -62,6 +62,14 @@ Multimem ops (NVLink SHARP)
     Costed by :mod:`collsim.sim.fabric`: the switch replicates one upstream
     transfer (``multimem.st``/``red``) or reduces every copy into one stream
     (``multimem.ld_reduce``).
+HostMemset / HostBarrier (host actions, before the launch's first device op)
+    A memset is a memset node on the rank's stream: ``lines × line_bytes``
+    through the rank's HBM pipe, the range then reads as the pattern, and
+    the kernel starts ``stream_gap_us`` after it. A host barrier waits for
+    the last rank's host (the start skew), then ``host_barrier_us`` for the
+    rendezvous, then ``launch_overhead_us + kernel_start_us``: the launch
+    is issued only after the hosts met, so it is not hidden behind the
+    previous kernel.
 Every op also costs ``op_overhead_us`` of instruction issue.
 """
 from __future__ import annotations
@@ -69,7 +77,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from collsim.ir.ops import OP_TYPES
 from collsim.ir.ops import OP_TYPES, AtLeast
 from collsim.ir.types import FenceKind, Scope
 from collsim.ir.visit import OpVisitor, method_name
@@ -866,6 +873,37 @@ class Rank(OpVisitor):
             end = max(end, reserve((self.hbm,), op.nbytes, t))
         node = self._side_work(th, op, t, end, last, producer, "reduce")
         self.regs[op.into] = (node.end, node, t)
+
+    # -- host actions: before the launch, on the rank's stream or among the hosts ----------------------
+
+    def visit_host_memset(self, th: Thread, op: Any) -> None:
+        """A memset node on the rank's stream before the collective's kernel: its stores stream into the owner's
+        HBM (the rank's HBM pipe, at its bandwidth), the range reads as the pattern from then on, and the
+        kernel, stream-ordered after the memset, starts one ``stream_gap_us`` after it finished."""
+        buf, owner, slot, region, line, lines = op.ref
+        value = SENTINEL if op.src[1] == "sentinel" else 0
+        nbytes = lines * op.line_bytes
+        finish = place((self.hbm,), nbytes, th.t)
+        tr = Transfer(self.rank, owner, nbytes, th.t, th.t, finish, finish, finish, th.node, False, op, True,
+                      "memset")
+        self._issued(th, tr, (self.memory.location(op.key), line, lines, "set", value))
+        self._advance(th, finish, "launch", op, f"host memset of {nbytes} B on the stream")
+        self._advance(th, th.t + self.c.stream_gap_us, "launch", op, "stream gap before the kernel")
+
+    def visit_host_barrier(self, th: Thread, op: Any) -> None:
+        """The hosts meet between launches: this rank waits for the last rank to get there (every rank runs the
+        same host actions from its own start, so the last is the one that started last, ``start_skew_us``
+        after the first), the rendezvous takes ``host_barrier_us``, and the kernel's launch, issued only after
+        it, cannot be hidden behind the previous kernel: its host part (``launch_overhead_us``) and the
+        kernel's start (``kernel_start_us``) follow."""
+        c = self.c
+        n = self.sim.size
+        behind = c.start_skew_us * (1.0 - self.rank / (n - 1)) if n > 1 else 0.0
+        if behind > EPS:
+            self._advance(th, th.t + behind, "sync", op, "waits for the last rank's host")
+        self._advance(th, th.t + c.host_barrier_us, "sync", op, "host barrier among the ranks")
+        self._advance(th, th.t + c.launch_overhead_us + c.kernel_start_us, "launch", op,
+                      "launch after the host barrier (not overlapped with the previous kernel)")
 
     def visit_write_output(self, th: Thread, op: Any) -> None:
         """Copy a register (or the input) to the output through HBM, as the register fills; like a reduce, the

@@ -296,6 +296,7 @@ class Instr:
     predicate: Predicate | None = None  # polls: the bound exit condition
     id: int = -1
     ctrl: frozenset[int] = frozenset()
+    source: str = ""  # where protocol code emitted the operation ("file:line"), for counterexamples
 
     def __post_init__(self) -> None:
         self.kind = InstrKind(self.kind)

@@ -20,7 +20,9 @@ What the expansion decides
   themselves. The lanes of a wide line (LL128: eight 16-byte stores) are
   modelled as one warp-wide access, so its elements are unordered too.
 * **Launches.** ``KernelBoundary`` becomes ``fence.sc.sys`` in every thread
-  followed by a barrier of the rank's threads (stream order).
+  followed by a barrier of the rank's threads (stream order). A protocol
+  replayed from a CUDA graph (``graph_replay``) sees ``ARG_ITER`` = 0, the
+  capture launch's index, in every launch; ``ITER`` still counts launches.
 * **Atomicity.** A declared hardware assumption joins elements into atomic
   groups (:mod:`collsim.verify.granules`). The reads of one load instruction
   that fall in one granule form a read group, which sees a write group all
@@ -36,23 +38,136 @@ What the expansion decides
 """
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any, Iterable, NamedTuple
 
 from collsim.algorithms import generate, transfer_bytes
+from collsim.ir.checks import check_protocol_program
+from collsim.ir.effects import effects
+from collsim.ir.origin import shown_path
 from collsim.errors import UnsupportedError
 from collsim.ir.assumptions import get_assumption
 from collsim.ir.buffers import Buffer
 from collsim.ir.layout import LineLayout, WordRole
-from collsim.ir.ops import (Atomic, Fence, Fill, Input, KernelBoundary, Load, Loop, MultimemLoadReduce, MultimemRed,
-                            MultimemStore, PollUntil, Predicate, Reduce, Reg, Store, SyncGroup, WriteOutput)
+from collsim.ir.ops import (AtLeast, Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
+                            MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, Predicate, Reduce, Reg, Store,
+                            SyncGroup, WriteOutput)
 from collsim.ir.protocol import Protocol
-from collsim.ir.types import FenceKind, FillPattern, Issuer, RmwOp
+from collsim.ir.types import FenceKind, FillPattern, Issuer, RmwOp, Scope, Sem
 from collsim.ir.visit import OpVisitor
 from collsim.verify.granules import atomic_groups, kept_words
 from collsim.verify.events import AtomicGroup, Placement
 from collsim.verify.instance import Bounds, EventKind, InstrKind, Lin, VerifyEvent, VerifyInstance, VerifyInstr
 
-__all__ = ["lower_instance", "message_bytes"]
+__all__ = ["lower_instance", "message_bytes", "DataPath", "data_path", "REALISTIC_LINES", "op_source"]
+
+#: lines per send of the realistic message :func:`data_path` inspects (a chunk of a few KiB)
+REALISTIC_LINES = 64
+
+
+def op_source(op: Any) -> str:
+    """Where protocol code emitted ``op``, as counterexamples name it: ``file:line`` of the innermost frame of
+    protocol code, and the first frame in another file after it (a mutant's hook calling its base protocol's
+    code, or a builder wrapper); ``""`` for an operation collsim's algorithm emitted.
+
+    >>> from collsim.ir.ops import SyncGroup
+    >>> from collsim.ir.origin import SourceLocation
+    >>> op_source(SyncGroup(origin=SourceLocation((("m.py", 3), ("m.py", 9), ("base.py", 40)))))
+    'm.py:3 (from base.py:40)'
+    """
+    origin = getattr(op, "origin", None)
+    if origin is None:
+        return ""
+    (file, line), rest = origin.frames[0], origin.frames[1:]
+    text = f"{_module_path(file)}:{line}"
+    other = next(((f, n) for f, n in rest if f != file), None)
+    if other is not None:
+        text += f" (from {_module_path(other[0])}:{other[1]})"
+    return text
+
+
+def _module_path(file: str) -> str:
+    """A protocol file as counterexamples name it, the same in every process and working directory: as the
+    import system found it when that was relative (``protocols/ll.py``), relative to the ``sys.path`` entry
+    it was imported from, else relative to the working directory when below it, else as it is."""
+    if not os.path.isabs(file):
+        return file
+    for entry in sys.path:
+        root = os.path.abspath(entry or os.curdir)
+        if file.startswith(root + os.sep) and os.path.isdir(os.path.join(root, file[len(root) + 1:].split(os.sep)[0])):
+            return os.path.relpath(file, root)
+    return shown_path(file)
+
+
+class DataPath(NamedTuple):
+    """How wide a protocol's data path is at a realistic size, and the default bound it asks for.
+
+    ``lines`` is the most lines one data-carrying operation covers, ``lanes`` the store lanes of the
+    data layout's line, ``shared`` whether several threads of a rank split one such operation's lines
+    (``Issuer.ALL``). A path with more than one line or lane gets :attr:`default_lines` =
+    :attr:`default_threads` = 2: the verifier's threads take lines in turn, so ordering bugs between
+    the threads of a block (a flag published before another thread's data) exist only there.
+    """
+
+    lines: int
+    lanes: int
+    shared: bool
+
+    @property
+    def wide(self) -> bool:
+        return self.lines > 1 or self.lanes > 1
+
+    @property
+    def default_lines(self) -> int:
+        return 2 if self.wide else 1
+
+    @property
+    def default_threads(self) -> int:
+        return 2 if self.wide else 1
+
+    def describe(self) -> str:
+        """Why the default bound has the threads and lines it has (printed with the bound)."""
+        if not self.wide:
+            return "data path of one line and one lane: 1 thread x 1 line covers it"
+        what = []
+        if self.lines > 1:
+            what.append(f"one operation covers up to {self.lines} lines of a {REALISTIC_LINES}-line send"
+                        + (", split among the block's threads" if self.shared else ""))
+        if self.lanes > 1:
+            what.append(f"a line has {self.lanes} store lanes")
+        return ("default bound of 2 threads x 2 lines per chunk, since the data path is wider than one: "
+                + " and ".join(what) + " (--threads/--lines override)")
+
+
+def data_path(protocol: Protocol, algorithm: str) -> DataPath:
+    """The width of ``protocol``'s data path under ``algorithm`` (see :class:`DataPath`).
+
+    The program is bound at 4 ranks with :data:`REALISTIC_LINES` lines per send; every operation that
+    moves data (a data source, or data into a register) counts.
+
+    >>> from collsim.ir.registry import load_protocol
+    >>> data_path(load_protocol("simple"), "one-shot").default_threads
+    2
+    """
+    per_line = protocol.data_layout.data_bytes
+    nranks = 4
+    want = REALISTIC_LINES * per_line
+    size = transfer_bytes(protocol, algorithm)
+    env = {"MSG": want, "NRANKS": nranks, "RANK": 0, "ITER": 0}
+    msg = want if size.evaluate(env) == want else want * nranks
+    program = generate(protocol, algorithm)
+    most, shared = 1, False
+    for flat in program.flatten({**env, "MSG": msg}):
+        touch = effects(flat.op)
+        if touch.ref is None or not (touch.sources or touch.fills):
+            continue
+        lines = int(touch.ref.lines)
+        if lines > most:
+            most = lines
+        if lines > 1 and getattr(flat.op, "issuer", Issuer.ALL) is Issuer.ALL:
+            shared = True
+    return DataPath(most, protocol.data_layout.lanes, shared)
 
 
 def message_bytes(protocol: Protocol, algorithm: str, bounds: Bounds) -> int:
@@ -68,6 +183,20 @@ def message_bytes(protocol: Protocol, algorithm: str, bounds: Bounds) -> int:
     if chunk != want:
         raise UnsupportedError(f"cannot size a message of {bounds.lines} line(s) per chunk for {algorithm}")
     return msg
+
+
+#: the buffer name of the host mailboxes by which the verifier pictures a host barrier's ordering
+HOST_MAILBOX = "host-barrier"
+
+
+class _MemsetAccess(NamedTuple):
+    """The memory semantics of a memset kernel's stores (what :meth:`_ElementLowering.mem_event` reads)."""
+
+    sem: Sem = Sem.WEAK
+    scope: Scope = Scope.SYS
+
+
+_MEMSET_ACCESS = _MemsetAccess()
 
 
 class _Site(NamedTuple):
@@ -98,6 +227,9 @@ class _ElementLowering(OpVisitor):
         self.group_sets = [full] + ([full - {a} for a in assumptions] if recheck else [])
         self.groups: list[AtomicGroup] = []
         self.program = generate(protocol, algorithm)
+        # an ill-formed program (a poll that inspects nothing, a poll on a word nobody writes) would make
+        # properties hold vacuously: it is refused as bad input, as collsim review refuses it
+        check_protocol_program(self.program, protocol)
         self.buffers = {b.name: b for b in self.program.buffers}
         self.msg = message_bytes(protocol, algorithm, bounds)
         self.word_bytes = protocol.data_layout.data_word_bytes
@@ -115,6 +247,8 @@ class _ElementLowering(OpVisitor):
         self.kept: dict[str, tuple[int, ...]] = {}
         self.bar_count = [0] * bounds.ranks
         self.next_group = 0
+        self.host_barriers: dict[int, int] = {}  # rank -> host barriers lowered so far
+        self.source = ""  # op_source of the operation being lowered
         self.signature: list[str] = []
         for buf in self.program.buffers:
             words, note = kept_words(buf.layout, bounds.max_lanes)
@@ -126,14 +260,17 @@ class _ElementLowering(OpVisitor):
 
     # -- helpers -----------------------------------------------------------
     def env(self, rank: int, iteration: int) -> dict[str, int]:
-        return {"RANK": rank, "NRANKS": self.bounds.ranks, "ITER": iteration, "MSG": self.msg}
+        # graph replay: every launch reuses the kernel arguments of the capture launch (launch 0)
+        arg_iter = 0 if self.protocol.graph_replay else iteration
+        return {"RANK": rank, "NRANKS": self.bounds.ranks, "ITER": iteration, "ARG_ITER": arg_iter, "MSG": self.msg}
 
     def thread_of(self, rank: int, t: int) -> int:
         return rank * self.T + t
 
     def new_instr(self, thread: int, kind: InstrKind, label: str, iteration: int,
                   predicate: Predicate | None = None) -> VerifyInstr:
-        instr = VerifyInstr(thread, len(self.threads[thread]), kind, [], label, iteration, predicate)
+        instr = VerifyInstr(thread, len(self.threads[thread]), kind, [], label, iteration, predicate,
+                            source=self.source)
         self.threads[thread].append(instr)
         return instr
 
@@ -429,6 +566,54 @@ class _ElementLowering(OpVisitor):
     def visit_loop(self, op: Loop, site: _Site) -> None:
         raise TypeError("the verifier lowers flattened programs: Program.flatten unrolls every Loop")
 
+    # -- host actions (between launches) ----------------------------------------
+    def launch_starts(self, site: _Site) -> None:
+        """The kernel starts after the host action completed: stream order, as at a launch boundary."""
+        self.fences(range(self.T), site, "sc", "sys")
+        self.barrier(site.rank, site.name, site.iteration)
+
+    def visit_host_memset(self, op: HostMemset, site: _Site) -> None:
+        """Plain stores of the pattern into every modelled word of the range, by the rank's thread 0 (the
+        memset kernel runs alone on the stream, after the previous launch's boundary), then the launch starts."""
+        buf = self.buffers[op.dst.buffer]
+        layout = buf.layout
+        sentinel = op.pattern is FillPattern.SENTINEL
+        if sentinel and self.sentinel is None:
+            raise UnsupportedError(f"{site.name} memsets {buf.name} to the sentinel, but the protocol names none")
+        thread = self.thread_of(site.rank, 0)
+        for j in range(op.dst.lines):
+            instr = self.new_instr(thread, InstrKind.STORE, site.name, site.iteration)
+            for w in self.kept[buf.name]:  # word by word: no assumption makes a memset's words one unit
+                value = self.sentinel if sentinel and layout.words[w].role is WordRole.DATA else 0
+                self.mem_event(instr, EventKind.WRITE, _MEMSET_ACCESS, op.dst, j, w, site.env,
+                               value=Lin.const(value), fill=op.pattern)
+        self.launch_starts(site)
+
+    def visit_host_barrier(self, op: HostBarrier, site: _Site) -> None:
+        """Every rank's host meets every other's: thread 0 drains (``fence.sc.sys``), stores the k-th arrival
+        into each peer's host mailbox with release and waits with acquire for every peer's, then the launch
+        starts. (A host collective is no GPU memory; the mailbox is the verifier's picture of its ordering.)"""
+        rank, n = site.rank, self.bounds.ranks
+        k = self.host_barriers[rank] = self.host_barriers.get(rank, 0) + 1
+        thread = self.thread_of(rank, 0)
+        self.fences([0], site, "sc", "sys")
+        for peer in [(rank + 1 + i) % n for i in range(n - 1)]:
+            instr = self.new_instr(thread, InstrKind.STORE, site.name, site.iteration)
+            self.host_event(instr, EventKind.WRITE, (HOST_MAILBOX, peer, rank, 0), rank, "release",
+                            value=Lin.const(k))
+        until = AtLeast(k).bind({})
+        for peer in [(rank + 1 + i) % n for i in range(n - 1)]:
+            instr = self.new_instr(thread, InstrKind.POLL, site.name, site.iteration, until)
+            ev = self.host_event(instr, EventKind.READ, (HOST_MAILBOX, rank, peer, 0), peer, "acquire")
+            ev.polled = True
+        self.launch_starts(site)
+
+    def host_event(self, instr: VerifyInstr, kind: EventKind, loc: tuple, region: int, sem: str,
+                   **kw: Any) -> VerifyEvent:
+        self.init.setdefault(loc, 0)
+        return self.add_event(instr, kind=kind, loc=loc, sem=sem, scope="sys", role=WordRole.FLAG.value, slot=0,
+                              region=region, line=0, word=0, **kw)
+
     # -- driver --------------------------------------------------------------
     def run(self) -> VerifyInstance:
         for iteration in range(self.bounds.iterations):
@@ -440,6 +625,7 @@ class _ElementLowering(OpVisitor):
                 env = self.env(rank, iteration)
                 for flat in self.program.flatten(env):
                     self.signature.append(f"{rank}/{iteration}/{flat.name}:{flat.op!r}")
+                    self.source = op_source(flat.op)
                     self.visit(flat.op, _Site(flat.name, rank, iteration, regs, env))
         for instr in (i for thread in self.threads for i in thread):
             if instr.kind == InstrKind.POLL:

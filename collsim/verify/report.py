@@ -36,11 +36,14 @@ class CounterexampleStep:
     values: list[str] = field(default_factory=list)
     note: str = ""
     mark: bool = False  # the step the violation is about
+    source: str = ""  # where protocol code emitted the op (file:line); empty for the algorithm's own ops
 
     def render(self) -> str:
         who = f"rank {self.rank} t{self.thread}"
         head = f"{'>>' if self.mark else '  '} {who:<10} it{self.iteration}  {self.op:<28} {self.action:<7} {self.target}"
         lines = [head.rstrip()]
+        if self.source:
+            lines.append(" " * 18 + f"at {self.source}")
         for v in self.values:
             lines.append(" " * 18 + v)
         if self.note:
@@ -141,7 +144,12 @@ def _true(model: z3.ModelRef, term: Any) -> bool:
 def _writer_text(w: VerifyEvent | None, low: VerifyInstance) -> str:
     if w is None:
         return "the initial value"
-    return f"rank {w.rank} t{w.thread % low.bounds.threads} {w.label} (iteration {w.iteration})"
+    source = low.threads[w.thread][w.instr].source
+    return f"rank {w.rank} t{w.thread % low.bounds.threads} {w.label} (iteration {w.iteration}{_at(source)})"
+
+
+def _at(source: str) -> str:
+    return f", {source}" if source else ""
 
 
 class _Builder:
@@ -205,7 +213,8 @@ class _Builder:
                 note = (note + "; " if note else "") + "stuck here forever"
         rank = low.rank_of(instr.thread)
         return CounterexampleStep(rank=rank, thread=instr.thread % low.bounds.threads, iteration=instr.iteration, op=instr.label,
-                    action=kinds.get(instr.kind, instr.kind), target=target, values=values, note=note, mark=mark)
+                    action=kinds.get(instr.kind, instr.kind), target=target, values=values, note=note, mark=mark,
+                    source=instr.source)
 
     def timeline(self, key_instrs: list[VerifyInstr], marks: dict[int, str], limit: int = 40) -> list[CounterexampleStep]:
         """Steps for ``key_instrs`` plus the synchronization around them, in an order consistent with po and rf."""
@@ -343,15 +352,29 @@ def build_counterexample(query, ex, model: z3.ModelRef, ref: RefRun | None,
         instr = detail["instr"]
         polled = [e for e in instr.events if e.polled]
         texts = []
+        keys = [instr]
+        marks = {instr.id: "waits forever"}
+        facts: dict[str, Any] = {"poll": instr.label, "source": instr.source}
         for e in polled:
             w = b.source(e)
             texts.append(f"word {e.word} holds {describe_value(_num(model, ex.rval(e)), low, e.role)} "
                          f"(last written by {_writer_text(w, low)})")
+            needed, why = _needed_write(b, instr, e, w)
+            if needed is not None:
+                keys.append(b.instr_of[needed.id])
+                marks.setdefault(b.instr_of[needed.id].id, "the write the poll needed")
+                facts.setdefault("needed", _writer_text(needed, low))
+            if w is not None and needed is not None and w.id != needed.id and b.executed(needed):
+                keys.append(b.instr_of[w.id])
+                marks.setdefault(b.instr_of[w.id].id, "overwrote it")
+                facts.setdefault("overwritten_by", _writer_text(w, low))
+            if why:
+                texts[-1] += f": {why}"
         want = instr.predicate.describe()
         reason = (f"rank {low.rank_of(instr.thread)} thread {instr.thread % low.bounds.threads} waits at "
-                  f"{instr.label} (iteration {instr.iteration}) for {want} but {'; '.join(texts)}, and no thread "
-                  f"that is still running will write it again")
-        return Counterexample(prop, reason, b.timeline([instr], {instr.id: "waits forever"}), {"poll": instr.label})
+                  f"{instr.label} (iteration {instr.iteration}{_at(instr.source)}) for {want} but "
+                  f"{'; '.join(texts)}; no thread that is still running will write it again")
+        return Counterexample(prop, reason, b.timeline(keys, marks), facts)
     if prop == "postcondition":
         key = detail["output"]
         r, i, e = key
@@ -375,6 +398,55 @@ def build_counterexample(query, ex, model: z3.ModelRef, ref: RefRun | None,
         return Counterexample(prop, reason, b.timeline([b.instr_of[w.id]], {b.instr_of[w.id].id: "collides"}),
                               {"write": _who(w, low), "value": v})
     return Counterexample(prop, "violated", [], {})
+
+
+def _needed_write(b: _Builder, instr: VerifyInstr, e: VerifyEvent,
+                  last: VerifyEvent | None) -> tuple[VerifyEvent | None, str]:
+    """The write a stuck poll's word ``e`` needed, and why the poll never saw it.
+
+    The needed write is the one the reference run's poll read (else the first write to the word whose value
+    satisfies the poll). Executed but not the last write the poll sees: ``last`` overwrote it (a reset that
+    erased a peer's flag, a later use of the slot). Not executed: it was never produced, and the thread that
+    would have produced it is named with where it stopped.
+    """
+    low, ref = b.low, b.ref
+    needed = None
+    if ref is not None and ref.rf.get(e.id) is not None:
+        needed = low.events[ref.rf[e.id]]
+    else:
+        for w in low.writes_at(e.loc):
+            value = w.value.c if w.value is not None and w.value.is_const else None
+            if value is not None and bool(instr.predicate.holds(value)):
+                needed = w
+                break
+    if needed is None:
+        return None, "no operation of the bound writes a value the poll accepts"
+    if last is not None and needed.id == last.id:
+        return needed, ""
+    if b.executed(needed):
+        if last is None:
+            return needed, f"{_writer_text(needed, low)} wrote what it waits for, but the poll still reads the initial value"
+        return needed, (f"{_writer_text(needed, low)} wrote what it waits for, but {_writer_text(last, low)} "
+                        f"overwrote it before the poll saw it")
+    stuck = _where_stopped(b, needed.thread)
+    return needed, (f"the write it needs, {_writer_text(needed, low)}, is never produced: "
+                    f"{stuck or 'its thread never gets there'}")
+
+
+def _where_stopped(b: _Builder, thread: int) -> str:
+    """Where ``thread`` stops in the model of a hang: its stuck poll, or the first instruction it never runs."""
+    low = b.low
+    if b.ex.live:
+        for iid, lit in b.ex.stuck.items():
+            stuck = low.instrs[iid]
+            if stuck.thread == thread and _true(b.m, lit):
+                return (f"rank {low.rank_of(thread)} thread {thread % low.bounds.threads} is itself stuck at "
+                        f"{stuck.label} (iteration {stuck.iteration}{_at(stuck.source)})")
+    for instr in low.threads[thread]:
+        if instr.events and not b.executed(instr.events[0]):
+            return (f"rank {low.rank_of(thread)} thread {thread % low.bounds.threads} never gets past "
+                    f"{instr.label} (iteration {instr.iteration}{_at(instr.source)})")
+    return ""
 
 
 def _stale_cause(b: _Builder, r: VerifyEvent, w: VerifyEvent | None, intended: VerifyEvent | None, instr: VerifyInstr) -> str:

@@ -32,8 +32,8 @@ from collsim.ir.assumptions import get_assumption
 from collsim.ir.protocol import Protocol
 from collsim.ir.registry import list_mutants, list_protocols, load_protocol
 from collsim.verify import cache as _cache
-from collsim.verify.instance import Bounds, VerifyInstance
-from collsim.verify.lower import lower_instance
+from collsim.verify.instance import Bounds, InstrKind, VerifyInstance
+from collsim.verify.lower import data_path, lower_instance
 from collsim.verify.reference import reference_run
 from collsim.verify.models import encode
 from collsim.verify.properties import (
@@ -107,9 +107,19 @@ class Bound:
                      tuple(data["assumptions"]), data["data_domain"], tuple(data.get("notes", ())))
 
 
+#: the reason of an ``unknown`` verdict whose premise no execution reaches starts so
+VACUOUS = "vacuous"
+
+
 @dataclass
 class PropertyResult:
-    """One property's verdict: ``holds`` (at ``bound``), ``violated`` (with a counterexample) or ``unknown``."""
+    """One property's verdict: ``holds`` (at ``bound``), ``violated`` (with a counterexample) or ``unknown``.
+
+    A ``holds`` verdict carries its ``premise``: what the solver found satisfiable before it trusted the
+    ``unsat`` of the property's query (an execution of the bound in which every thread finishes, so every
+    consumer is reached and every poll is satisfied). Without one the result cannot be made: a property whose
+    premise no execution reaches is ``unknown``, with a reason that starts with ``vacuous:``.
+    """
 
     property: str
     status: str
@@ -118,6 +128,17 @@ class PropertyResult:
     reason: str | None = None
     counterexample: Counterexample | None = None
     note: str | None = None
+    premise: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.status == "holds" and not self.premise:
+            raise ValueError(f"{self.property}: a property holds only on a premise some execution satisfies "
+                             f"(none was recorded)")
+
+    @property
+    def vacuous(self) -> bool:
+        """Unknown because no execution of the bound reaches the property's premise."""
+        return self.status == "unknown" and (self.reason or "").startswith(VACUOUS + ":")
 
     @property
     def holds(self) -> bool:
@@ -145,13 +166,15 @@ class PropertyResult:
     def to_json(self) -> dict[str, Any]:
         return {"property": self.property, "status": self.status, "bound": self.bound.to_json(),
                 "seconds": round(self.seconds, 4), "reason": self.reason, "note": self.note,
+                "premise": self.premise,
                 "counterexample": self.counterexample.to_json() if self.counterexample else None}
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> "PropertyResult":
         cex = data.get("counterexample")
         return PropertyResult(data["property"], data["status"], Bound.from_json(data["bound"]), data["seconds"],
-                              data.get("reason"), Counterexample.from_json(cex) if cex else None, data.get("note"))
+                              data.get("reason"), Counterexample.from_json(cex) if cex else None, data.get("note"),
+                              data.get("premise"))
 
 
 @dataclass
@@ -349,6 +372,7 @@ class _Checker:
         self.rotation = rank_rotation(low, self.ref) if self.ref.completed else None
         self._queries: dict[str, Query | None] = {}
         self._vacuous: dict[frozenset[str], str | None] = {}
+        self._witness: dict[frozenset[str], str] = {}
         self._unmodelled: list[tuple] = []
 
     # -- solving ------------------------------------------------------------------------
@@ -389,11 +413,24 @@ class _Checker:
             if not hints or self._check(lits + hints) != z3.sat:
                 base = self._check(lits)
                 if base != z3.sat:
-                    reason = ("no execution in which every thread finishes exists within the bound (see hang)"
+                    reason = (f"{VACUOUS}: no execution in which every thread finishes exists within the bound, "
+                              f"so no poll is ever satisfied and no consumer reached in an execution the property "
+                              f"could be judged on (see hang)"
                               if base == z3.unsat else f"solver gave up on the program itself: "
                                                        f"{self.solver.reason_unknown()}")
+                else:
+                    self._witness[sset] = "found by the solver"
+            else:
+                self._witness[sset] = "the reference run's reads-from"
             self._vacuous[sset] = reason
         return self._vacuous[sset]
+
+    def _premise(self, sset: frozenset[str]) -> str:
+        """The satisfied premise a ``holds`` rests on (after :meth:`_vacuity` found it satisfiable)."""
+        polls = sum(1 for i in self.low.instrs if i.kind is InstrKind.POLL)
+        reads = sum(1 for e in self.low.events if e.consumer is not None)
+        return (f"an execution in which every thread finishes ({self._witness[sset]}): all {polls} poll(s) "
+                f"satisfied, all {reads} consumer read(s) reached")
 
     # -- queries ------------------------------------------------------------------------
     def _query(self, prop: str, with_domain: bool = True) -> Query | None:
@@ -446,12 +483,21 @@ class _Checker:
             where = ", ".join(f"thread {t} at {label}" for t, label in self.ref.stuck[:3])
             for p in ("stale-read", "torn-read", "early-overwrite"):
                 if p in props:
-                    results[p] = PropertyResult(p, "unknown", bound, 0.0,
+                    # where no execution finishes at all, that is the reason (the premise is vacuous)
+                    results[p] = PropertyResult(p, "unknown", bound, 0.0, self._vacuity(sset) or
                                                 f"the reference round-robin execution deadlocked ({where}), so the "
                                                 f"intended values are undefined")
+        def holds(prop: str, start: float, note: str | None) -> PropertyResult:
+            # no "holds" without a premise some execution satisfies: unsat on an empty set of executions is vacuous
+            vacuous = self._vacuity(sset)
+            if vacuous is not None:
+                return PropertyResult(prop, "unknown", bound, time.perf_counter() - start, vacuous, note=note)
+            return PropertyResult(prop, "holds", bound, time.perf_counter() - start, note=note,
+                                  premise=self._premise(sset))
+
         if "sentinel-collision" in props and not low.sentinel_polls:
-            results["sentinel-collision"] = PropertyResult(
-                "sentinel-collision", "holds", bound, 0.0, note="no poll compares data against a sentinel")
+            results["sentinel-collision"] = holds("sentinel-collision", time.perf_counter(),
+                                                  "no poll compares data against a sentinel")
         for prop in PROPERTIES:
             if prop not in props or prop in results:
                 continue
@@ -464,7 +510,7 @@ class _Checker:
                     results[prop] = PropertyResult(prop, "unknown", bound, time.perf_counter() - start, vacuous)
                     continue
             if z3.is_false(q.formula):
-                results[prop] = PropertyResult(prop, "holds", bound, 0.0, note=q.note)
+                results[prop] = holds(prop, start, q.note)
                 continue
             if self.progress:
                 self.progress(f"  {PROPERTY_TITLES[prop]}: solving ({len(q.witnesses)} candidate violation(s))")
@@ -483,6 +529,9 @@ class _Checker:
                     reason = f"timeout after {self.timeout:g} s"
             elif status == "violated":
                 cex = build_counterexample(q, self.enc, self.solver.model(), self.ref if ref_ok else None, sset)
+            else:
+                results[prop] = holds(prop, start, q.note)
+                continue
             results[prop] = PropertyResult(prop, status, bound, time.perf_counter() - start, reason, cex, q.note)
         return {p: results[p] for p in PROPERTIES if p in results}
 
@@ -543,13 +592,25 @@ def _bound(low: VerifyInstance, bounds: Bounds, model: str, assumptions: tuple[s
                  tuple(low.notes))
 
 
-def _bounds_for(proto: Protocol, ranks, iterations, lines, threads, max_lanes) -> Bounds:
+def _bounds_for(proto: Protocol, algorithm: str, ranks, iterations, lines, threads,
+                max_lanes) -> tuple[Bounds, str | None]:
+    """The bound to check: the options given, else the protocol's ``verify_bounds`` hints, else the defaults.
+
+    The default threads and lines come from the width of the data path (:func:`~collsim.verify.lower.data_path`):
+    2 threads x 2 lines where an operation moves more than one line or a line has more than one lane, so the
+    threads of a block take lines in turn and a flag published before another thread's data is seen. The note
+    (printed with the bound) says so when those defaults decide.
+    """
     hints = dict(getattr(proto, "verify_bounds", {}) or {})
-    return Bounds(ranks=ranks if ranks is not None else hints.get("ranks", 3),
-                  iterations=iterations if iterations is not None else hints.get("iterations", 2),
-                  lines=lines if lines is not None else hints.get("lines", 1),
-                  threads=threads if threads is not None else hints.get("threads", 1),
-                  max_lanes=max_lanes if max_lanes is not None else hints.get("max_lanes", 2))
+    path = data_path(proto, algorithm)
+    chosen_lines = lines if lines is not None else hints.get("lines", path.default_lines)
+    chosen_threads = threads if threads is not None else hints.get("threads", path.default_threads)
+    defaulted = (lines is None and "lines" not in hints) or (threads is None and "threads" not in hints)
+    bounds = Bounds(ranks=ranks if ranks is not None else hints.get("ranks", 3),
+                    iterations=iterations if iterations is not None else hints.get("iterations", 2),
+                    lines=chosen_lines, threads=chosen_threads,
+                    max_lanes=max_lanes if max_lanes is not None else hints.get("max_lanes", 2))
+    return bounds, (path.describe() if defaulted else None)
 
 
 @dataclass
@@ -584,9 +645,11 @@ def _plan(protocol: str | Protocol, algorithm: str | None, *, ranks: int | None 
     for a in active:
         get_assumption(a)
     props = list(PROPERTIES) if properties is None else [normalize_property(p) for p in properties]
-    bounds = _bounds_for(proto, ranks, iterations, lines, threads, max_lanes)
+    bounds, bound_note = _bounds_for(proto, algorithm, ranks, iterations, lines, threads, max_lanes)
     expected = normalize_property(proto.expected_violation) if proto.expected_violation else None
     low = lower_instance(proto, algorithm, bounds, active, recheck=dependencies)
+    if bound_note:
+        low.notes.insert(0, bound_note)
     key = _cache.cache_key({
         "protocol": list(proto.key), "algorithm": algorithm, "program": low.flat_signature, "bounds": repr(bounds),
         "model": model, "assumptions": list(active), "data_domain": repr(proto.data_domain), "properties": props,

@@ -182,6 +182,7 @@ CollsimParams params_for(const Harness& h, const Geometry& g, int first_rank, in
     p.mc_stride[b] = h.mc_stride[b];
   }
   p.mc_copies = h.multi ? 1 : h.nranks;
+  p.arg_iter = h.launches;  // frozen into a captured graph: every replay sees the capture's value
   return p;
 }
 
@@ -567,6 +568,10 @@ void reset_state(Harness& h, const Geometry& g) {
 }
 
 void launch_collective(Harness& h, const Geometry& g) {
+  // A host barrier (IR HostBarrier) before the launch: every rank's previous launch has finished before any
+  // rank's host actions and kernels start. One process drives every rank here, so draining every stream is
+  // the barrier; in single-GPU mode one launch runs every rank and stream order already gives it.
+  if (h.info->host_barrier && h.multi) wait_all(h, "the host barrier before a launch");
   if (h.multi) {
     for (int r = 0; r < h.nranks; ++r) {
       set_device(h, r);
@@ -666,6 +671,11 @@ double timed_eager(Harness& h, const Geometry& g) {
 
 // Returns false (after cleaning up) when the runtime cannot capture the cooperative launches into a graph.
 bool timed_graph(Harness& h, const Geometry& g, double* time_us) {
+  if (h.info->host_barrier && h.multi) {
+    std::fprintf(stderr, "collsim_bench: note: the program's host barrier cannot be captured into a CUDA graph; "
+                 "timing plain launches\n");
+    return false;
+  }
   const int devices = h.multi ? h.nranks : 1;
   std::vector<cudaGraphExec_t> execs(devices, nullptr);
   std::vector<cudaGraph_t> graphs(devices, nullptr);

@@ -54,6 +54,10 @@ struct CollsimParams {
   char* mc[COLLSIM_MAX_BUFFERS];
   long long mc_stride[COLLSIM_MAX_BUFFERS];
   int mc_copies;
+  int pad1;
+  // ARG_ITER: the launch index as the host passed it. A launch captured into a CUDA graph keeps the value of
+  // its capture in every replay (kernel arguments are frozen), unlike ITER, the device launch counter (ctrl).
+  long long arg_iter;
 };
 
 struct CollsimBufferInfo {
@@ -97,6 +101,7 @@ struct CollsimProgramInfo {
   int n_kernels;
   const char* emitter;
   int multicast;             // uses multimem ops: needs multicast objects (NVLink SHARP, sm_90)
+  int host_barrier;          // the hosts meet before every launch: every rank's stream drains first (no graphs)
 };
 
 // dtype codes (see harness_host.h): 0 fp32, 1 bf16, 2 int32.
