@@ -122,7 +122,7 @@ CALIBRATION: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 
 
 #: Sources whose rows the model is not expected to meet, with the documented reason (docs/VALIDATION.md,
-#: /work/shared/data/measured/README.md). They stay in every table; the summary adds a row without them, and
+#: the measured data's README.md per source). They stay in every table; the summary adds a row without them, and
 #: they do not train the cross-validation's fits.
 ARTEFACTS: dict[str, str] = {
     "S16": "the issue reports a small-message regression between NCCL 2.28 and 2.29.7 and does not say which "
