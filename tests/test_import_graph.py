@@ -39,14 +39,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "collsim"
 
-#: Cycles in code other engineers are restructuring, allowed until their change lands (each entry is the set of
-#: modules of one cycle, i.e. one strongly connected component). The lead empties this list at merge; an entry
+#: Cycles allowed while the code around them is restructured (each entry is the set of modules of one cycle,
+#: i.e. one strongly connected component). It is empty and should stay so; an entry
 #: that no longer is a cycle fails test_known_cycles_are_still_cycles, so it cannot outlive its fix.
 KNOWN_CYCLES: list[frozenset[str]] = []
 
 #: Modules whose function-level imports have not been reviewed yet (each import there either hides nothing and
-#: moves to the top of its module, or is lazy for start-up and gets its ``# lazy:`` marker). The lead empties
-#: this list as those areas are reworked; a module listed here that has no unmarked function-level import fails
+#: moves to the top of its module, or is lazy for start-up and gets its ``# lazy:`` marker). It is empty and
+#: should stay so; a module listed here that has no unmarked function-level import fails
 #: test_unreviewed_list_is_current.
 UNREVIEWED_FUNCTION_IMPORTS: frozenset[str] = frozenset()
 
