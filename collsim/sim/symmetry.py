@@ -24,14 +24,19 @@ Conditions, all checked (any that fails means the full simulation runs):
   bijection, which moves each location whole onto another with its lines
   shifted by one offset, or, where a location's ranges never partly
   overlap, range by range. So the writes a poll of rank ``r`` sees are the
-  images of those rank 0's poll sees.
+  images of those rank 0's poll sees. (Only locations some rank polls are
+  checked: a poll is the one operation whose time depends on memory.) A
+  multimem op reaches every rank's copy: its range on copy ``k`` of rank
+  ``r`` turns into the range on copy ``k + 1`` of rank ``r + 1``.
 * **Costs**: every rank starts at once (``start_skew_us = 0``) and transfers
   are whole ranges (``transfer_pieces = 1``).
 
 The one-rank simulation maps every link to one representative of its orbit
 (rank 0's transfer to rank ``d`` over ``switch -> d`` stands for rank ``-d``'s
 over ``switch -> 0``), and records, for each of rank 0's writes, the same
-write by every other rank that lands where rank 0 polls, at rank 0's times.
+write by every other rank that lands where rank 0 polls, at rank 0's times
+(for a multimem write, rank 0's copy to ``k`` at its time stands for every
+rank ``r``'s copy to ``k + r``).
 The order in which several ranks' transfers are placed on a shared link is
 one thing it cannot reproduce; such links are
 :class:`~collsim.sim.links.WatchedPipe`, and a
