@@ -62,6 +62,38 @@ def test_one_rank_gives_the_full_simulations_result(protocol, algorithm, topolog
             assert folded.outcome.events < full.outcome.events
 
 
+MULTIMEM = [("nvls", "one-shot"), ("nvls", "two-shot"), ("nvls-poison", "two-shot"), ("ll128-atomic-nvls", "one-shot")]
+
+
+@pytest.mark.parametrize("protocol,algorithm", MULTIMEM + sorted(PUSHED))
+@pytest.mark.parametrize("topology,ranks,costs", [("hgx-h100", 2, None), ("hgx-h100", 8, None),
+                                                  ("gb200-nvl72", 16, None), ("gb200-nvl72", 72, None),
+                                                  ("hgx-h100", 8, {"nvls_reduce_gbps": 5.0, "cta_store_gbps": 5.0})])
+def test_multimem_and_pushed_programs_fold_exactly_or_say_why_not(protocol, algorithm, topology, ranks, costs):
+    """Programs whose one op reaches every rank's copy, and the pushed all-gather: the fold's result is the full
+    simulation's bit for bit, or it hands over with the sharing that made placement order matter."""
+    for size in (8, 64 * 1024, 16 * MiB):
+        full, folded = _both(_request(topology, ranks, protocol, algorithm, size, costs=costs))
+        assert folded.breakdown == full.breakdown, (size, full.breakdown, folded.breakdown)
+        assert folded.latency_us == full.latency_us
+        assert folded.outcome.ends == full.outcome.ends
+        if folded.symmetry.startswith("rank 0 simulated"):
+            assert folded.outcome.events < full.outcome.events
+        else:
+            assert "sharing a watched pipe" in folded.symmetry or "do not fit together" in folded.symmetry, \
+                folded.symmetry
+
+
+def test_a_multimem_program_whose_streams_fit_is_folded():
+    """nvls one-shot with a slow reduction unit: every reader's ld_reduce stream fits on each rank's link to
+    the switch at once, so no order decides anything and rank 0 stands for all."""
+    full, folded = _both(_request("hgx-h100", 8, "nvls", "one-shot", 16 * MiB,
+                                  costs={"nvls_reduce_gbps": 5.0, "cta_store_gbps": 5.0}))
+    assert folded.symmetry.startswith("rank 0 simulated")
+    assert folded.breakdown == full.breakdown and folded.outcome.ends == full.outcome.ends
+    assert folded.outcome.events * 4 < full.outcome.events
+
+
 @pytest.mark.parametrize("protocol,algorithm", [("simple", "ring"), ("ll", "one-shot"), ("barrier", "two-shot")])
 def test_seventy_two_ranks_as_one(protocol, algorithm):
     full, folded = _both(_request("gb200-nvl72", 72, protocol, algorithm, 4 * MiB))

@@ -33,9 +33,17 @@ multimem.ld_reduce (the register is ready later, like a load)
 Every write lands in each copy's :class:`~collsim.sim.memory.Location`
 like a unicast one, so polls on a rank's own copy see every rank's
 multicast. Transfers are costed whole (``transfer_pieces`` does not split
-them), and a program with multimem operations is simulated rank by rank
-(the one-rank fold of :mod:`collsim.sim.symmetry` mirrors one rank's
-writes, not a write to every rank).
+them).
+
+Under the one-rank fold of :mod:`collsim.sim.symmetry` every link to the
+switch is one pipe standing for its orbit, so rank 0's copies to every rank
+all go onto the one downstream pipe, as every rank's copies to one rank do
+in the full simulation, and rank 0's ld_reduce stream is put on the one
+upstream pipe once per rank, as every reader's stream crosses one rank's
+upstream link. Both pipes are watched: where the order in which those
+transfers were placed would decide which of them waits (a copy held back
+by the others, or the readers' streams together over the link's
+capacity), the fold is abandoned for the full simulation.
 
 The simulator's walks reach this module through their rules for the three
 operations: the lowering's ``visit_multimem_*`` bind them like stores and
@@ -48,22 +56,14 @@ from __future__ import annotations
 from typing import Any
 
 from collsim.errors import UnsupportedError
-from collsim.sim.links import Pipe, Transfer, place
+from collsim.sim.links import Pipe, SharedPipeSaturated, Transfer, place
 from collsim.sim.lower import MC_STORE
 from collsim.sim.memo import PerTopology
 from collsim.sim.memory import DATA, RMW_HOW, SENTINEL
 
-__all__ = ["SwitchPorts", "switch_of", "load_reduce", "multicast_store", "multicast_red", "place_copies",
-           "fold_reason"]
+__all__ = ["SwitchPorts", "switch_of", "load_reduce", "multicast_store", "multicast_red", "place_copies"]
 
 EPS = 1e-9
-
-
-def fold_reason(lowered: Any) -> str | None:
-    """Why a program cannot be simulated as rank 0 alone because of its multimem operations, or None."""
-    if getattr(lowered, "multicast", False):
-        return "multimem operations reach every rank's memory at once, which one rank's simulation cannot mirror"
-    return None
 
 
 class SwitchPorts:
@@ -213,7 +213,12 @@ def place_copies(pipes: list[Pipe], nbytes: float, start: float, rate: float) ->
     """
     placed: dict = {}  # (capacity, allocations before) -> (finish, allocations after)
     finishes = []
+    seen: set = set()
     for pipe in pipes:
+        if id(pipe) in seen:  # one pipe for every copy (a fold): each copy goes on top of the others
+            finishes.append(place((pipe,), nbytes, start, rate))
+            continue
+        seen.add(id(pipe))
         key = (pipe.rate, tuple(pipe.times), tuple(pipe.used))
         found = placed.get(key)
         if found is None:
@@ -238,10 +243,34 @@ def load_reduce(rank: Any, th: Any, op: Any) -> None:
     wire = op.ref[5] * op.line_bytes / c.nvls_link_efficiency
     start = t + max(ports.latency[me]) + c.remote_read_us
     unit = _reduction_unit(rank, ports, c)
-    finish = rank._reserve((rank.ld_engine, ports.down[me], unit) + tuple(ports.up), wire, start)
+    up = ports.up
+    if up[0] is up[-1]:  # one upstream pipe for every rank's link (a fold): see the module docstring
+        finish = _reduce_folded(rank, (rank.ld_engine, ports.down[me], unit), up[0], len(up), wire, start)
+    else:
+        finish = rank._reserve((rank.ld_engine, ports.down[me], unit) + tuple(up), wire, start)
     ready = finish + max(ports.latency[k][me] for k in range(len(ports.up))) + c.nvls_reduce_us
     rank._loaded(th, op, Transfer(me, me, wire, t, start, finish, ready, ready, node, True, op, False,
                                   "multimem.ld_reduce"))
+
+
+def _reduce_folded(rank: Any, pipes: tuple, up: Pipe, copies: int, wire: float, start: float) -> float:
+    """Place a ld_reduce of a fold: ``pipes`` and the one upstream pipe ``up``, which then carries the stream
+    ``copies`` times (every reader's over one rank's link, allocated as each reader's would be). Raises
+    :class:`~collsim.sim.links.SharedPipeSaturated` when they do not all fit: in the full simulation the
+    readers placed later would wait for the earlier ones."""
+    up.log = []
+    try:
+        finish = rank._reserve(pipes + (up,), wire, start)
+        profiles = up.log
+    finally:
+        up.log = None
+    for _ in range(copies - 1):
+        for profile in profiles:
+            up.add_profile(profile)
+    limit = up.rate * (1.0 + 1e-9)
+    if any(used > limit for used in up.used):
+        raise SharedPipeSaturated(f"{copies} ld_reduce streams do not fit together on {up.name}")
+    return finish
 
 
 def _reduction_unit(rank: Any, ports: SwitchPorts, c: Any) -> Pipe:

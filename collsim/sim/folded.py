@@ -4,7 +4,8 @@
 does and computes the :class:`~collsim.sim.symmetry.Fold`; this module is the
 rank process that uses it. Each write rank 0 makes is also recorded, at the
 same times, for every other rank at the same position of its program, in the
-locations rank 0 polls (:attr:`Fold.mirrors`).
+locations rank 0 polls (:attr:`Fold.mirrors`); a multimem write's copy to rank
+``k`` stands for every rank ``r``'s copy to ``k + r`` (:attr:`Fold.multicast_mirrors`).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ class FoldedRank(Rank):
     def __init__(self, sim: Any, items: list[Any], fold: Fold) -> None:
         super().__init__(sim, 0, items)
         self.mirrors = fold.mirrors
+        self.multicast_mirrors = fold.multicast_mirrors
         self.polled = fold.polled
 
     def _issued(self, th: Any, tr: Any, land: tuple | None) -> None:
@@ -38,6 +40,9 @@ class FoldedRank(Rank):
         if location.key in self.polled:
             check_commute(location, tr.visible)
         others = self.mirrors.get(tr.label)
+        if others is None and self.multicast_mirrors:
+            copies = self.multicast_mirrors.get(tr.label)
+            others = copies[tr.peer] if copies else None
         if others:
             at = self.memory.location
             for key, line in others:

@@ -43,10 +43,11 @@ class Pipe:
     """A bandwidth resource of ``gbps`` GB/s (10^3 bytes per µs) and the rate allocated on it over time.
 
     ``times[i]`` starts a segment on which ``used[i]`` bytes/µs are allocated;
-    the last segment extends to infinity and is always idle.
+    the last segment extends to infinity and is always idle. ``log``, when a list, gets each profile
+    allocated on the pipe (so it can be allocated again: a fold's stand-in for several ranks' links).
     """
 
-    __slots__ = ("name", "gbps", "rate", "times", "used")
+    __slots__ = ("name", "gbps", "rate", "times", "used", "log")
 
     def __init__(self, name: str, gbps: float) -> None:
         if not gbps > 0:
@@ -56,6 +57,7 @@ class Pipe:
         self.rate = float(gbps) * 1e3  # bytes per µs
         self.times = [0.0]
         self.used = [0.0]
+        self.log: list | None = None
 
     @property
     def free_at(self) -> float:
@@ -66,6 +68,8 @@ class Pipe:
         """Allocate each ``(a, b, rate)`` of ``profile`` in turn (what :func:`place` found for a transfer)."""
         times, used = self.times, self.used
         same = 1e-6 * self.rate
+        if self.log is not None:
+            self.log.append(profile)
         for a, b, rate in profile:
             if b <= a or rate <= 0:
                 continue
@@ -126,6 +130,8 @@ def place(pipes: tuple[Pipe, ...] | list[Pipe], nbytes: float, start: float, max
         end = start + nbytes / rate
         for pipe in pipes:
             times, used = pipe.times, pipe.used
+            if pipe.log is not None:
+                pipe.log.append(((start, end, rate),))
             if times[-1] == start:
                 used[-1] = rate
             else:

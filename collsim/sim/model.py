@@ -19,7 +19,6 @@ from collsim.ir.program import Program
 from collsim.models import LAUNCH_MODES, SimRequest, SimResult
 from collsim.sim.channels import default_channels, ring_channels
 from collsim.sim.costs import GENERATIONS, Costs, load_costs
-from collsim.sim.fabric import fold_reason
 from collsim.sim.links import FoldAbandoned
 from collsim.sim.lower import SimProgram, lower_for_sim
 from collsim.sim.memo import LruCache, PerTopology
@@ -230,9 +229,6 @@ def _fold(request: SimRequest, costs: Costs, lowered: SimProgram, items: list[li
     def facts(src: int, dst: int) -> tuple:
         return _route_facts(topo, table, src, dst)
 
-    multicast = fold_reason(lowered)
-    if multicast:
-        return multicast
     rotation = rotation_or_reason(topo, request.ranks, facts)
     return fold_or_reason(items, lowered, rotation, facts) if isinstance(rotation, Rotation) else rotation
 

@@ -24,14 +24,19 @@ Conditions, all checked (any that fails means the full simulation runs):
   bijection, which moves each location whole onto another with its lines
   shifted by one offset, or, where a location's ranges never partly
   overlap, range by range. So the writes a poll of rank ``r`` sees are the
-  images of those rank 0's poll sees.
+  images of those rank 0's poll sees. (Only locations some rank polls are
+  checked: a poll is the one operation whose time depends on memory.) A
+  multimem op reaches every rank's copy: its range on copy ``k`` of rank
+  ``r`` turns into the range on copy ``k + 1`` of rank ``r + 1``.
 * **Costs**: every rank starts at once (``start_skew_us = 0``) and transfers
   are whole ranges (``transfer_pieces = 1``).
 
 The one-rank simulation maps every link to one representative of its orbit
 (rank 0's transfer to rank ``d`` over ``switch -> d`` stands for rank ``-d``'s
 over ``switch -> 0``), and records, for each of rank 0's writes, the same
-write by every other rank that lands where rank 0 polls, at rank 0's times.
+write by every other rank that lands where rank 0 polls, at rank 0's times
+(for a multimem write, rank 0's copy to ``k`` at its time stands for every
+rank ``r``'s copy to ``k + r``).
 The order in which several ranks' transfers are placed on a shared link is
 one thing it cannot reproduce; such links are
 :class:`~collsim.sim.links.WatchedPipe`, and a
@@ -46,11 +51,11 @@ the event count is rank 0's.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from collsim.sim.links import FoldAbandoned
-from collsim.sim.lower import ATOMIC, LOAD, POLL, STORE, Block
+from collsim.sim.lower import ATOMIC, EVERY_COPY, LOAD, MC_RED, MC_STORE, POLL, STORE, Block
 from collsim.sim.memo import PerTopology
 
 __all__ = ["Rotation", "Fold", "rotation_of", "rotation_or_reason", "fold_of", "fold_or_reason", "SimultaneousWrites",
@@ -72,12 +77,15 @@ class Fold:
     operations, the ``(location key, first line)`` of every other rank's write at that position into a
     location rank 0 polls; the link representatives rank 0's transfers reach through two or more links,
     which carry several ranks' transfers in the full simulation (:class:`WatchedPipe`); and the keys of
-    the locations rank 0 polls."""
+    the locations rank 0 polls; and for each of rank 0's multimem writes, per copy ``k`` it reaches, the
+    ``(location key, first line)`` of the other ranks' writes that land at rank 0's copy-``k`` time where
+    rank 0 polls (rank ``r``'s copy to ``j`` is the image of rank 0's copy to ``j - r``)."""
 
     rotation: Rotation
     mirrors: dict
     watched: frozenset
     polled: frozenset
+    multicast_mirrors: dict = field(default_factory=dict)
 
 
 #: topology -> {ranks: Rotation or None}
@@ -241,18 +249,29 @@ def fold_or_reason(items: list[list[Any]], lowered: Any, rotation: Rotation, rou
     backward: dict = {}  # the inverse
     for r in range(1, n):
         for index, (ref, owner, count) in enumerate(zip(refs[r], owners, lines)):
-            if (ref[1] - r - owner) % n or ref[5] != count:
+            if ref[5] != count or ((ref[1] != EVERY_COPY) if owner == EVERY_COPY else (ref[1] - r - owner) % n):
                 return _position_reason(flats, referenced, r, index)
+    # Only what polls read decides a simulation's times (a poll is the one operation that looks at memory):
+    # ranges in locations no rank polls need not rotate.
+    polls = [p for p, op in ops if op.kind == POLL]
+    watched_keys = {flat[p].key for flat in flats for p in polls}
     for r in range(n):
         for ref, image in zip(refs[r], refs[(r + 1) % n]):
-            known = forward.get(ref)
-            if known is None:
-                if image in backward:
+            # a multimem op touches every rank's copy: copy k of rank r's range turns into copy k + 1 of
+            # rank r + 1's, like a unicast range on rank k
+            pairs = ([((ref[0], k) + ref[2:], (image[0], (k + 1) % n) + image[2:]) for k in range(n)]
+                     if ref[1] == EVERY_COPY else ((ref, image),))
+            for ref, image in pairs:
+                if ref[:4] not in watched_keys and image[:4] not in watched_keys:
+                    continue
+                known = forward.get(ref)
+                if known is None:
+                    if image in backward:
+                        return _memory_reason(ref)
+                    forward[ref] = image
+                    backward[image] = ref
+                elif known != image:
                     return _memory_reason(ref)
-                forward[ref] = image
-                backward[image] = ref
-            elif known != image:
-                return _memory_reason(ref)
     reason = _memory_rotates(forward)
     if reason:
         return reason
@@ -263,7 +282,18 @@ def fold_or_reason(items: list[list[Any]], lowered: Any, rotation: Rotation, rou
             seen = [(flat[p].key, flat[p].ref[4]) for flat in flats[1:] if flat[p].key in polled]
             if seen:
                 mirrors[op] = seen
-    return Fold(rotation, mirrors, _watched(first, rotation, route_facts), frozenset(polled))
+    multicast_mirrors: dict = {}
+    for p, op in ops:
+        if op.kind in (MC_STORE, MC_RED):
+            buf, _, slot, region = op.key
+            copies = [key[1] for key in polled if key[0] == buf and key[2] == slot and key[3] == region]
+            if copies:
+                multicast_mirrors[op] = {k: [((buf, j, slot, region), flats[(j - k) % n][p].ref[4])
+                                             for j in copies if (j - k) % n] for k in range(n)}
+    watched = _watched(first, rotation, route_facts)
+    if lowered.multicast:
+        watched |= _switch_links(rotation, route_facts)
+    return Fold(rotation, mirrors, watched, frozenset(polled), multicast_mirrors)
 
 
 def _position_reason(flats: list, referenced: list, r: int, index: int) -> str:
@@ -335,6 +365,13 @@ def _watched(ops: list[Any], rotation: Rotation, route_facts: Any) -> frozenset:
         for link, _ in route_facts(src, dst)[0]:
             reached.setdefault(rotation.alias[link], set()).add(link)
     return frozenset(rep for rep, links in reached.items() if len(links) > 1)
+
+
+def _switch_links(rotation: Rotation, route_facts: Any) -> frozenset:
+    """Representatives of the links to and from the switch, which a multimem op of rank 0 uses every one of
+    (a multicast's copies go down to every rank, a ld_reduce's stream comes up from every rank)."""
+    links = route_facts(0, 1)[0]
+    return frozenset((rotation.alias[links[0][0]], rotation.alias[links[-1][0]]))
 
 
 class SimultaneousWrites(FoldAbandoned):
