@@ -15,5 +15,5 @@ class SentinelNanIeee(Sentinel):
 
     name = "mutant-sentinel-nan-ieee"
     expected_violation = "stale-read"
-    sentinel_compare = Compare.IEEE
+    sentinel = (POISON, Compare.IEEE)
     data_domain = DataDomain(POISON, Sentinel.data_domain.statement, WordEncoding("f32", FloatInputs.FINITE))

@@ -17,7 +17,6 @@ class SentinelNegZeroIeee(Sentinel):
 
     name = "mutant-sentinel-neg-zero-ieee"
     expected_violation = "sentinel-collision"
-    sentinel_pattern = F32_NEG_ZERO
-    sentinel_compare = Compare.IEEE
+    sentinel = (F32_NEG_ZERO, Compare.IEEE)
     data_domain = DataDomain(F32_NEG_ZERO, "user data are finite f32 values; no word is the pattern of -0.0",
                              WordEncoding("f32", FloatInputs.FINITE))
