@@ -92,4 +92,4 @@ def test_neg_zero_ieee_counterexample_writes_plus_zero():
                use_cache=False, timeout=120)
     result = r.properties["sentinel-collision"]
     assert result.violated
-    assert "stores user data 0x0 equal to the sentinel" in result.counterexample.reason
+    assert "stores user data 0x0 that the poll's ieee comparison takes for the sentinel 0x80000000" in result.counterexample.reason

@@ -26,7 +26,7 @@ from collsim.verify.models import Encoding
 from collsim.verify.reference import RefRun
 
 __all__ = ["PROPERTIES", "PROPERTY_TITLES", "normalize_property", "Query", "consumer_instrs",
-           "stale_or_early", "torn", "data_race", "hang", "postcondition", "sentinel_collision"]
+           "stale_or_early", "torn", "data_race", "hang", "postcondition", "sentinel_collision", "sum_bits"]
 
 #: properties in report order
 PROPERTIES = (
@@ -242,12 +242,12 @@ def sentinel_collision(ex: Encoding, with_domain: bool) -> Query:
             word = ex.lin(w.value)
             facts = []
             if encoding is not None and w.value is not None and len(w.value.terms) > 1:
-                word = z3.Int(f"bits_{w.name}", ex.ctx)
+                word = sum_bits(ex, w)
                 facts = _word_in(word, encoding, encoding.sum_lane_ranges())
                 if low.forbidden_word is not None:
                     sum_bits.append(word)
             lit = z3.And([ex.exe(w), z3.Not(pred.holds(word)), *facts])
-        lits.append((lit, {"write": w, "sentinel": pred.value}))
+        lits.append((lit, {"write": w, "sentinel": pred.value, "compare": pred.compare}))
     formula = _any_of(ex, lits)
     premise = None
     if with_domain and (low.forbidden_word is not None or encoding is not None):
@@ -265,6 +265,11 @@ def sentinel_collision(ex: Encoding, with_domain: bool) -> Query:
         premise = z3.And(restriction, ex.ctx)
         formula = z3.And(formula, premise)
     return Query("sentinel-collision", formula, lits, liveness=True, symbolic_inputs=True, premise=premise)
+
+
+def sum_bits(ex: Encoding, w: Event) -> Any:
+    """The bit pattern of the float sum a data write ``w`` stores (its integer value is the sum's identity)."""
+    return z3.Int(f"bits_{w.name}", ex.ctx)
 
 
 def _word_in(word: Any, encoding: WordEncoding, ranges: tuple[tuple[int, int], ...]) -> list[Any]:
