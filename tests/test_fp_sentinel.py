@@ -1,8 +1,15 @@
 """Floating-point meaning of sentinel data: the comparison (bitwise or IEEE) and the data's encodings."""
 from __future__ import annotations
 
+import re
+import subprocess
+
 import pytest
 import z3
+
+from collsim.emit import prepare
+from collsim.emit.package import write_program
+from collsim.emit.toolchain import WERROR, find_nvcc
 
 from collsim.ir.floats import F32_NEG_ZERO, Compare, FloatInputs, WordEncoding, ieee_equal
 from collsim.ir.ops import DATA_WORD, SENTINEL_WORD, NotEqual
@@ -93,3 +100,26 @@ def test_neg_zero_ieee_counterexample_writes_plus_zero():
     result = r.properties["sentinel-collision"]
     assert result.violated
     assert "stores user data 0x0 that the poll's ieee comparison takes for the sentinel 0x80000000" in result.counterexample.reason
+
+
+def _poll_line(kernel: str) -> str:
+    return next(line for line in kernel.splitlines() if "break;" in line and "e3" in line and "timeout" not in line)
+
+
+def test_emitter_prints_the_declared_comparison():
+    bitwise = prepare("sentinel", "one-shot", unverified=True).files["kernel.cu"]
+    ieee = prepare("mutant-sentinel-neg-zero-ieee", "one-shot", unverified=True).files["kernel.cu"]
+    assert "__uint_as_float" not in _poll_line(bitwise) and "e3 != (unsigned int)o_want" in _poll_line(bitwise)
+    assert ("__uint_as_float((unsigned int)e3) != __uint_as_float((unsigned int)o_want)"
+            in _poll_line(ieee))
+
+
+@pytest.mark.skipif(find_nvcc() is None, reason="nvcc not found (PATH, $NVCC or $CUDA_HOME): no CUDA compile")
+def test_ieee_compare_compiles_for_sm90_as_a_float_compare(tmp_path):
+    write_program(prepare("mutant-sentinel-neg-zero-ieee", "one-shot", unverified=True), tmp_path)
+    cmd = [find_nvcc(), "-O3", "-std=c++17", *WERROR, "-gencode", "arch=compute_90,code=sm_90", "-ptx",
+           "kernel.cu", "-o", "kernel.ptx"]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    ptx = (tmp_path / "kernel.ptx").read_text()
+    assert re.search(r"setp\.neu\.f32\s+%p\d+, %f\d+, 0f80000000;", ptx)  # unordered !=: NaN data passes
