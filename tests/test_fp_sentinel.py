@@ -88,9 +88,11 @@ class _SentinelNegZeroBitwise(Sentinel):
     data_domain = DataDomain(F32_NEG_ZERO, "no word of user data is -0.0", WordEncoding("f32", FloatInputs.FINITE))
 
 
-@pytest.mark.parametrize("proto", [_SentinelBf16Finite, _SentinelNegZeroBitwise])
-def test_domain_that_excludes_the_sentinel_holds(proto):
-    r = verify(proto(), properties=["sentinel-collision"], dependencies=False, use_cache=False, timeout=120)
+@pytest.mark.parametrize("proto, algorithm", [(_SentinelBf16Finite, "one-shot"), (_SentinelNegZeroBitwise, "one-shot"),
+                                               (_SentinelNegZeroBitwise, "two-shot")])
+def test_domain_that_excludes_the_sentinel_holds(proto, algorithm):
+    r = verify(proto(), algorithm=algorithm, properties=["sentinel-collision"], dependencies=False, use_cache=False,
+               timeout=120)
     assert r.properties["sentinel-collision"].holds, r.properties["sentinel-collision"].describe()
 
 
@@ -100,6 +102,13 @@ def test_neg_zero_ieee_counterexample_writes_plus_zero():
     result = r.properties["sentinel-collision"]
     assert result.violated
     assert "stores user data 0x0 that the poll's ieee comparison takes for the sentinel 0x80000000" in result.counterexample.reason
+
+
+def test_two_shot_with_partial_sums_in_polled_words_is_caught_too():
+    """Two-shot also stores partial sums into polled words (their bit patterns are encoded apart from the inputs)."""
+    r = verify("mutant-sentinel-neg-zero-ieee", algorithm="two-shot", properties=["sentinel-collision"],
+               dependencies=False, use_cache=False, timeout=120)
+    assert r.properties["sentinel-collision"].violated
 
 
 def _poll_line(kernel: str) -> str:

@@ -12,8 +12,8 @@ sound depends on two facts the protocol states in the IR:
 
 The word's value is its bit pattern, an integer in ``[0, 2**32)``. :func:`ieee_equal` is written
 with ``==`` and ``|`` only, so it evaluates a Python ``int`` and a z3 integer term alike;
-:meth:`collsim.ir.ops.NotEqual.holds` is the one evaluation every consumer uses. :meth:`WordEncoding.lane_ranges` and
-:meth:`WordEncoding.sum_lane_ranges` are the sets of bit patterns, per lane, that an input and a
+:meth:`collsim.ir.ops.NotEqual.holds` is the one evaluation every consumer uses.
+:meth:`WordEncoding.lane_ranges` and :meth:`WordEncoding.sum_lane_ranges` are the sets of bit patterns, per lane, that an input and a
 reduction (a float sum of inputs) can hold; the verifier encodes them.
 
 >>> enc = WordEncoding("f32", FloatInputs.FINITE)
@@ -93,7 +93,7 @@ class _Lane:
     def inf(self) -> int:
         return self.exp_mask
 
-    def ranges(self, finite: bool, flushed: bool, zero_only_signed: bool = False) -> tuple[tuple[int, int], ...]:
+    def ranges(self, finite: bool, flushed: bool) -> tuple[tuple[int, int], ...]:
         """Inclusive ranges of the lane's patterns: both signs; finite or every pattern; subnormals or not."""
         top = self.inf - 1 if finite else self.sign - 1
         low = 1 << self.man_bits  # the smallest normal
@@ -162,7 +162,3 @@ class WordEncoding:
         bits = self.lane_bits
         lanes = [(word >> (bits * k)) & ((1 << bits) - 1) for k in range(self.lanes)]
         return all(any(lo <= v <= hi for lo, hi in self.lane_ranges()) for v in lanes)
-
-    def describe(self) -> str:
-        flush = ", subnormals flushed" if self.subnormals_flushed else ""
-        return f"{self.element} {self.inputs.value}{flush}"

@@ -231,7 +231,7 @@ def sentinel_collision(ex: Encoding, with_domain: bool) -> Query:
                 if e.polled:
                     sentinel_locs[e.loc] = instr.predicate
     lits = []
-    sum_bits: list[Any] = []  # the bit patterns of partial sums stored into polled words
+    sums: list[Any] = []  # the bit patterns of partial sums stored into polled words
     for w in low.events:
         if not w.is_write or w.loc not in sentinel_locs or w.fill is not None or w.role != "data":
             continue
@@ -245,7 +245,7 @@ def sentinel_collision(ex: Encoding, with_domain: bool) -> Query:
                 word = sum_bits(ex, w)
                 facts = _word_in(word, encoding, encoding.sum_lane_ranges())
                 if low.forbidden_word is not None:
-                    sum_bits.append(word)
+                    sums.append(word)
             lit = z3.And([ex.exe(w), z3.Not(pred.holds(word)), *facts])
         lits.append((lit, {"write": w, "sentinel": pred.value, "compare": pred.compare}))
     formula = _any_of(ex, lits)
@@ -261,7 +261,7 @@ def sentinel_collision(ex: Encoding, with_domain: bool) -> Query:
                 if (w.is_write and w.fill is None and w.role == "data" and w.value is not None
                         and len(w.value.terms) > 1):
                     restriction.append(ex.lin(w.value) != low.forbidden_word)
-            restriction.extend(b != low.forbidden_word for b in sum_bits)
+            restriction.extend(b != low.forbidden_word for b in sums)
         premise = z3.And(restriction, ex.ctx)
         formula = z3.And(formula, premise)
     return Query("sentinel-collision", formula, lits, liveness=True, symbolic_inputs=True, premise=premise)
