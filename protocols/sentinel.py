@@ -4,7 +4,7 @@ from __future__ import annotations
 from collsim.ir.buffers import Buffer
 from collsim.ir.expr import NRANKS, RANK, Const, Expr, ceil_div
 from collsim.ir.layout import LineLayout, Word, WordRole
-from collsim.ir.ops import Fence, Fill, NotEqual, PollUntil, Ref, Store
+from collsim.ir.ops import Compare, Fence, Fill, NotEqual, PollUntil, Ref, Store
 from collsim.ir.program import ProgramBuilder
 from collsim.ir.protocol import DataDomain, Exchange, Protocol, Recv, Send
 from collsim.ir.types import FenceKind, Scope, Sem
@@ -60,7 +60,7 @@ class Sentinel(Protocol):
                                label="store_lines"))
 
         def recv(builder: ProgramBuilder, r: Recv) -> None:
-            builder.emit(PollUntil(self._slot(RANK, r.frm, seq, r.nbytes), NotEqual(POISON), Sem.RELAXED,
+            builder.emit(PollUntil(self._slot(RANK, r.frm, seq, r.nbytes), NotEqual(*self.sentinel), Sem.RELAXED,
                                    Scope.SYS, into=r.into, into_offset=r.into_offset, label="poll_not_poison"))
             if not self.params["repoison"]:  # a variant that leaves the reset to someone else
                 return
@@ -69,3 +69,7 @@ class Sentinel(Protocol):
                                Fill("sentinel"), Sem.RELAXED, Scope.SYS, label="repoison"))
 
         self.sends_then_recvs(b, ex, send, recv)
+
+    #: the pattern readers poll against, and how they compare it: as the integer word, so that
+    #: no float rule (-0.0 == +0.0, NaN != NaN) enters
+    sentinel: tuple[int, Compare] = (POISON, Compare.BITWISE)

@@ -123,4 +123,5 @@ def generate(protocol: Protocol, algorithm: str) -> Program:
     b.emit(KernelBoundary())
     domain = protocol.data_domain
     return Program(protocol.name, algorithm, b.ops, buffers, dict(b.registers),
-                   forbidden_word=domain.forbidden_word if domain is not None else None)
+                   forbidden_word=domain.forbidden_word if domain is not None else None,
+                   word_encoding=domain.encoding if domain is not None else None)

@@ -47,6 +47,7 @@ from collsim.ir.expr import Expr
 from collsim.ir.ops import (Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
                             MulticastRef, MultimemLoadReduce, MultimemRed, MultimemStore, NotEqual, Op, PollUntil,
                             Reduce, Ref, Reg, Store, SyncGroup, WriteOutput)
+from collsim.ir.floats import Compare
 from collsim.ir.types import FillPattern, Issuer, RmwOp, Scope, Sem
 from collsim.ir.visit import OpVisitor
 
@@ -157,7 +158,7 @@ def _ref_text(ref: Ref | MulticastRef) -> str:
 
 def _pred_text(pred) -> str:
     if isinstance(pred, NotEqual):
-        return f"NotEqual 0x{pred.value:x}"
+        return f"NotEqual 0x{pred.value:x}" + (" (ieee)" if pred.compare is Compare.IEEE else "")
     return f"{type(pred).__name__} {pred.value!r}"
 
 
@@ -263,6 +264,12 @@ class _CWord:
 
     def __ge__(self, want: object) -> str:
         return f"(long long){self.name} >= {want}"
+
+    def ieee_not_equal(self, want: object) -> str:
+        """``!=`` as an f32 compare of each 32-bit word (``-0.0 == +0.0``, NaN unequal to all), as declared."""
+        halves = [self.name] if self.ctype == "unsigned int" else [self.name, f"({self.name} >> 32)"]
+        return " || ".join(f"__uint_as_float((unsigned int){h}) != __uint_as_float((unsigned int){want})"
+                           for h in halves)
 
 
 def _c(expr: Expr) -> str:

@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Mapping, Union
 
 from collsim.ir import multimem
 from collsim.ir.expr import Expr, ExprLike, as_expr
+from collsim.ir.floats import F32_NEG_ZERO, Compare, is_nan32
 from collsim.ir.origin import SourceLocation
 from collsim.ir.types import FenceKind, FillPattern, Issuer, RmwOp, Scope, Sem
 
@@ -285,19 +286,39 @@ class NotEqual(Predicate):
     """No polled word equals ``value`` (the sentinel: data has overwritten it)."""
 
     value: int
+    #: ``bitwise`` compares the word as an unsigned integer; ``ieee`` as an f32, where
+    #: ``-0.0 == +0.0`` and a NaN sentinel equals nothing (see :mod:`collsim.ir.floats`)
+    compare: Compare = Compare.BITWISE
     symbol: ClassVar[str] = "!="
 
     def __post_init__(self) -> None:
-        pass  # the sentinel is a literal bit pattern, not an expression
+        # the sentinel is a literal bit pattern, not an expression
+        object.__setattr__(self, "compare", Compare(self.compare))
+
+    def __repr__(self) -> str:
+        # a bitwise compare prints as it did before the field existed (cache keys, reports)
+        extra = "" if self.compare is Compare.BITWISE else f", compare={self.compare!r}"
+        return f"NotEqual(value={self.value!r}{extra})"
 
     def _compare(self, word: Any, want: Any) -> Any:
+        if self.compare is Compare.BITWISE:
+            return word != want
+        if hasattr(word, "ieee_not_equal"):  # a consumer's own word type (the emitter's C expression)
+            return word.ieee_not_equal(want)
+        if is_nan32(want):
+            return word == word  # NaN != NaN: every word, the sentinel included, satisfies the poll
+        if want in (0, F32_NEG_ZERO):
+            return (word != 0) & (word != F32_NEG_ZERO)  # -0.0 == +0.0: neither zero satisfies it
         return word != want
 
     def _symbolic_holds(self, word: SymbolicWord) -> bool:
+        if word is SENTINEL_WORD:
+            return self.compare is Compare.IEEE and is_nan32(self.value)
         return word is DATA_WORD
 
     def describe(self) -> str:
-        return f"{self.symbol} {self.value:#x}"
+        ieee = " (ieee)" if self.compare is Compare.IEEE else ""
+        return f"{self.symbol} {self.value:#x}{ieee}"
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from typing import Iterator, Mapping
 from collsim.errors import ProtocolDefinitionError
 from collsim.ir.buffers import Buffer
 from collsim.ir.expr import Expr, Var, as_expr
+from collsim.ir.floats import WordEncoding
 from collsim.ir.ops import Loop, MultimemLoadReduce, MultimemRed, MultimemStore, NotEqual, Op, PollUntil, bind
 from collsim.ir.origin import caller_location, stack_depth
 
@@ -58,6 +59,8 @@ class Program:
     buffers: tuple[Buffer, ...]
     registers: Mapping[str, Expr] = field(default_factory=dict)
     forbidden_word: int | None = None
+    #: the floating-point facts of the data words (:attr:`collsim.ir.protocol.DataDomain.encoding`)
+    word_encoding: WordEncoding | None = None
 
     @property
     def sentinel_word(self) -> int | None:

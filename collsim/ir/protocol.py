@@ -17,6 +17,7 @@ from typing import Any, Callable, ClassVar, Mapping
 from collsim.errors import ProtocolDefinitionError
 from collsim.ir.assumptions import get_assumption
 from collsim.ir.buffers import Buffer
+from collsim.ir.floats import WordEncoding
 from collsim.ir.expr import ITER, NRANKS, RANK, Expr, Var, as_expr, mask
 from collsim.ir.layout import LineLayout
 from collsim.ir.ops import Source
@@ -34,10 +35,22 @@ PEER = (RANK + 1 + PEER_INDEX) % NRANKS
 
 @dataclass(frozen=True)
 class DataDomain:
-    """A restriction on user data a protocol needs (e.g. no word equals the sentinel)."""
+    """A restriction on user data a protocol needs (e.g. no word equals the sentinel).
 
-    forbidden_word: int
+    ``forbidden_word`` is a bit pattern no input word and no partial sum holds (the protocol's
+    promise, checked bitwise); ``encoding`` states the element type's floating-point facts (which
+    bit patterns inputs can hold, :class:`~collsim.ir.floats.WordEncoding`); the verifier assumes
+    both. ``None`` for either states nothing.
+    """
+
+    forbidden_word: int | None
     statement: str
+    encoding: WordEncoding | None = None
+
+    def __repr__(self) -> str:
+        # without an encoding it prints as before the field existed (verify cache keys)
+        extra = "" if self.encoding is None else f", encoding={self.encoding!r}"
+        return f"DataDomain(forbidden_word={self.forbidden_word!r}, statement={self.statement!r}{extra})"
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Hashable, Iterator, Mapping
 
+from collsim.ir.floats import WordEncoding
 from collsim.ir.ops import NotEqual
 from collsim.verify.events import AtomicGroup, Event, EventKind, Instr, InstrKind, Placement, Program
 from collsim.verify.terms import Lin
@@ -118,7 +119,8 @@ class VerifyInstance(Program):
                  threads: list[list[Instr]], placement: list[Placement], init: Mapping[Hashable, int],
                  outputs: dict[tuple, Lin | None], expected_outputs: dict[tuple, Lin], word_bytes: int, elements: int,
                  sentinel: int | None, forbidden_word: int | None, notes: list[str] | None = None,
-                 flat_signature: str = "", groups: list[AtomicGroup] | None = None) -> None:
+                 flat_signature: str = "", groups: list[AtomicGroup] | None = None,
+                 word_encoding: WordEncoding | None = None) -> None:
         super().__init__(threads, placement, init, (), None, f"{protocol}/{algorithm}",
                          [f"rank{p.rank}.t{t}" for t, p in enumerate(placement)], groups)
         self.protocol = protocol
@@ -133,6 +135,8 @@ class VerifyInstance(Program):
         self.elements = elements
         self.sentinel = sentinel
         self.forbidden_word = forbidden_word
+        #: the data words' floating-point facts (the protocol's ``DataDomain.encoding``), if stated
+        self.word_encoding = word_encoding
         self.notes = list(notes or [])
         self.flat_signature = flat_signature
 

@@ -636,7 +636,7 @@ class _ElementLowering(OpVisitor):
             assumptions=self.assumptions, threads=self.threads, placement=self.placement, init=self.init,
             outputs=self.outputs, expected_outputs=self.expected, word_bytes=self.word_bytes, elements=self.elements,
             sentinel=self.sentinel, forbidden_word=self.program.forbidden_word, notes=self.notes,
-            flat_signature="\n".join(self.signature), groups=self.groups,
+            flat_signature="\n".join(self.signature), groups=self.groups, word_encoding=self.program.word_encoding,
         )
         for instr in low.instrs:
             for ev in instr.events:

@@ -18,6 +18,7 @@ from typing import Any
 
 import z3
 
+from collsim.ir.floats import Compare, WordEncoding
 from collsim.ir.ops import NotEqual
 from collsim.verify.events import Event, EventKind, InstrKind, Instr
 from collsim.verify.instance import VerifyInstance
@@ -25,7 +26,7 @@ from collsim.verify.models import Encoding
 from collsim.verify.reference import RefRun
 
 __all__ = ["PROPERTIES", "PROPERTY_TITLES", "normalize_property", "Query", "consumer_instrs",
-           "stale_or_early", "torn", "data_race", "hang", "postcondition", "sentinel_collision"]
+           "stale_or_early", "torn", "data_race", "hang", "postcondition", "sentinel_collision", "sum_bits"]
 
 #: properties in report order
 PROPERTIES = (
@@ -211,27 +212,70 @@ def postcondition(ex: Encoding) -> tuple[Query, list[tuple]]:
 
 
 def sentinel_collision(ex: Encoding, with_domain: bool) -> Query:
-    """A data store puts the sentinel pattern into a word a ``NotEqual`` poll inspects."""
+    """A data store puts a word into a location a ``NotEqual`` poll inspects that the poll reads as the sentinel.
+
+    With a bitwise compare that is the sentinel's own pattern. Where the protocol states its
+    data's floating-point facts (``DataDomain.encoding``) the written word is its bit pattern:
+    an input word is the input's pattern, a partial sum's is any pattern a float sum can hold
+    (:meth:`~collsim.ir.floats.WordEncoding.sum_lane_ranges`), and the poll's own comparison
+    (:meth:`~collsim.ir.ops.NotEqual.holds`: ``ieee`` makes ``+0.0`` match a ``-0.0`` sentinel)
+    decides the match. The premise (the data domain) keeps inputs to the encodings the
+    domain admits and inputs and partial sums off the forbidden word.
+    """
     low = ex.low
+    encoding = low.word_encoding
     sentinel_locs: dict[tuple, Any] = {}
     for instr in low.instrs:
         if instr.kind == InstrKind.POLL and isinstance(instr.predicate, NotEqual):
             for e in instr.events:
                 if e.polled:
-                    sentinel_locs[e.loc] = instr.predicate.value
+                    sentinel_locs[e.loc] = instr.predicate
     lits = []
+    sums: list[Any] = []  # the bit patterns of partial sums stored into polled words
     for w in low.events:
         if not w.is_write or w.loc not in sentinel_locs or w.fill is not None or w.role != "data":
             continue
-        lit = z3.And(ex.exe(w), ex.lin(w.value) == sentinel_locs[w.loc])
-        lits.append((lit, {"write": w, "sentinel": sentinel_locs[w.loc]}))
+        pred = sentinel_locs[w.loc]
+        if encoding is None and pred.compare is Compare.BITWISE:
+            lit = z3.And(ex.exe(w), ex.lin(w.value) == pred.value)
+        else:
+            word = ex.lin(w.value)
+            facts = []
+            if encoding is not None and w.value is not None and len(w.value.terms) > 1:
+                word = sum_bits(ex, w)
+                facts = _word_in(word, encoding, encoding.sum_lane_ranges())
+                if low.forbidden_word is not None:
+                    sums.append(word)
+            lit = z3.And([ex.exe(w), z3.Not(pred.holds(word)), *facts])
+        lits.append((lit, {"write": w, "sentinel": pred.value, "compare": pred.compare}))
     formula = _any_of(ex, lits)
     premise = None
-    if with_domain and low.forbidden_word is not None:
-        restriction = [t != low.forbidden_word for t in ex.input_terms.values()]
-        for w in low.events:  # partial sums stored from registers
-            if w.is_write and w.fill is None and w.role == "data" and w.value is not None and len(w.value.terms) > 1:
-                restriction.append(ex.lin(w.value) != low.forbidden_word)
+    if with_domain and (low.forbidden_word is not None or encoding is not None):
+        restriction = []
+        if encoding is not None:
+            for t in ex.input_terms.values():
+                restriction.extend(_word_in(t, encoding, encoding.lane_ranges()))
+        if low.forbidden_word is not None:
+            restriction.extend(t != low.forbidden_word for t in ex.input_terms.values())
+            for w in low.events:  # partial sums stored from registers
+                if (w.is_write and w.fill is None and w.role == "data" and w.value is not None
+                        and len(w.value.terms) > 1):
+                    restriction.append(ex.lin(w.value) != low.forbidden_word)
+            restriction.extend(b != low.forbidden_word for b in sums)
         premise = z3.And(restriction, ex.ctx)
         formula = z3.And(formula, premise)
     return Query("sentinel-collision", formula, lits, liveness=True, symbolic_inputs=True, premise=premise)
+
+
+def sum_bits(ex: Encoding, w: Event) -> Any:
+    """The bit pattern of the float sum a data write ``w`` stores (its integer value is the sum's identity)."""
+    return z3.Int(f"bits_{w.name}", ex.ctx)
+
+
+def _word_in(word: Any, encoding: WordEncoding, ranges: tuple[tuple[int, int], ...]) -> list[Any]:
+    """``word`` is a 32-bit pattern each of whose float lanes lies in one of ``ranges``."""
+    facts = [word >= 0, word < (1 << 32)]
+    for k in range(encoding.lanes):
+        lane = (word / (1 << (encoding.lane_bits * k))) % (1 << encoding.lane_bits) if encoding.lanes > 1 else word
+        facts.append(z3.Or([z3.And(lane >= lo, lane <= hi) for lo, hi in ranges]))
+    return facts

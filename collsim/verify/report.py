@@ -13,8 +13,10 @@ from typing import Any
 
 import z3
 
+from collsim.ir.floats import Compare
 from collsim.verify.instance import (INPUT_BASE, INPUT_OFFSET, EventKind, InstrKind, VerifyEvent, VerifyInstance,
                                      VerifyInstr)
+from collsim.verify.properties import sum_bits
 from collsim.verify.reference import RefRun
 
 __all__ = ["CounterexampleStep", "Counterexample", "describe_value", "build_counterexample"]
@@ -392,7 +394,11 @@ def build_counterexample(query, ex, model: z3.ModelRef, ref: RefRun | None,
     if prop == "sentinel-collision":
         w = detail["write"]
         v = _num(model, ex.lin(w.value))
-        reason = (f"{_who(w, low)} stores user data {v:#x} equal to the sentinel into {_where(w)}, which a reader polls "
+        if low.word_encoding is not None and w.value is not None and len(w.value.terms) > 1:
+            v = _num(model, sum_bits(ex, w))  # the float sum's bit pattern, not the sum's identity
+        same = ("equal to the sentinel" if detail["compare"] is Compare.BITWISE else
+                f"that the poll's ieee comparison takes for the sentinel {detail['sentinel']:#x}")
+        reason = (f"{_who(w, low)} stores user data {v:#x} {same} into {_where(w)}, which a reader polls "
                   f"until it differs from the sentinel: the reader takes the data as not yet arrived and waits "
                   f"forever (or, after a re-poison, takes the sentinel for data)")
         return Counterexample(prop, reason, b.timeline([b.instr_of[w.id]], {b.instr_of[w.id].id: "collides"}),

@@ -464,7 +464,7 @@ class _Checker:
             anchor = lambda d: [d["output"][0]]  # noqa: E731
         else:
             q = sentinel_collision(enc, with_domain)
-            if with_domain and low.forbidden_word is not None:
+            if with_domain and (low.forbidden_word is not None or low.word_encoding is not None):
                 q.note = "under the protocol's data-domain restriction"
             anchor = lambda d: [d["write"]]  # noqa: E731
         if self.rotation is not None:
