@@ -585,6 +585,21 @@ class KernelGenerator(OpVisitor):
             self.pattern_switch(lp, partial)
         self.close_item_loop(op.issuer)
 
+    def _open_lane_items(self, op: Store | MultimemStore | Atomic | MultimemRed, lp: LayoutPlan, src: str | None,
+                         *, data_offset: bool) -> None:
+        """Open the issuer's loop over (line, lane) items of a data write: the source pointer ``o_src`` (when
+        there is one), the flag value ``o_flag``, ``ln``/lane and, with ``data_offset``, the lane's data offset
+        ``o_d``."""
+        o = self.out
+        if src is not None:
+            o(f"const char* const o_src = {src};")
+        if op.flag is not None:
+            o(f"const {lp.ctype} o_flag = ({lp.ctype})({op.flag.to_c()});")
+        self.item_loop(op.issuer, f"o_lines * {lp.lanes}")
+        self.line_lane(lp)
+        if data_offset:
+            o(f"const long long o_d = ln * {lp.data_bytes} + {lp.lane_data_start_c()};")
+
     def _open_store_lanes(self, op: Store | MultimemStore, lp: LayoutPlan, node: EmitNode):
         """Open the lane loop of a store (plain or multimem) and return the C value of each word.
 
@@ -592,16 +607,8 @@ class KernelGenerator(OpVisitor):
         lines × lanes and the lane's data offset ``o_d``; the returned
         function gives the expression a word of the lane is stored as.
         """
-        o = self.out
         src = self.source_ptr(op.src, node) if op.src is not None else None
-        if src is not None:
-            o(f"const char* const o_src = {src};")
-        if op.flag is not None:
-            o(f"const {lp.ctype} o_flag = ({lp.ctype})({op.flag.to_c()});")
-        self.item_loop(op.issuer, f"o_lines * {lp.lanes}")
-        self.line_lane(lp)
-        if src is not None and lp.has_data():
-            o(f"const long long o_d = ln * {lp.data_bytes} + {lp.lane_data_start_c()};")
+        self._open_lane_items(op, lp, src, data_offset=src is not None and lp.has_data())
 
         def value(i: int, el) -> str:
             if el.role == "flag":
@@ -819,13 +826,7 @@ class KernelGenerator(OpVisitor):
         :func:`reduction_instructions` takes it)."""
         o = self.out
         src = self.source_ptr(op.operand, node)
-        if src is not None:
-            o(f"const char* const o_src = {src};")
-        if op.flag is not None:
-            o(f"const {lp.ctype} o_flag = ({lp.ctype})({op.flag.to_c()});")
-        self.item_loop(op.issuer, f"o_lines * {lp.lanes}")
-        self.line_lane(lp)
-        o(f"const long long o_d = ln * {lp.data_bytes} + {lp.lane_data_start_c()};")
+        self._open_lane_items(op, lp, src, data_offset=True)
         if ref is None:
             o(f"char* const o_addr = {address()};")
         else:
