@@ -40,11 +40,13 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
+from collsim.errors import UnsupportedError
 from collsim.emit.layouts import EmitError, LaneRun, LayoutPlan, lane_runs
 from collsim.emit.plan import EmitNode, ProgramPlan, iter_nodes
 from collsim.ir import multimem
 from collsim.ir.expr import Expr
 from collsim.ir.ops import (Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
+                            ProxyThread,
                             MulticastRef, MultimemLoadReduce, MultimemRed, MultimemStore, NotEqual, Op, PollUntil,
                             Reduce, Ref, Reg, Store, SyncGroup, WriteOutput)
 from collsim.ir.floats import Compare
@@ -232,6 +234,9 @@ class _Description(OpVisitor):
 
     def visit_loop(self, op: Loop) -> str:
         return f"Loop {op.var} < {op.count!r}"
+
+    def visit_proxy_thread(self, op: ProxyThread) -> str:
+        return f"host proxy thread {op.label} ({len(op.body)} ops, concurrent with the kernel)"
 
 
 _DESCRIPTION = _Description()
@@ -531,6 +536,9 @@ class KernelGenerator(OpVisitor):
 
     def visit_host_barrier(self, op: HostBarrier, node: EmitNode) -> None:
         raise EmitError(f"op #{node.id}: host action {op.label} inside a kernel")
+
+    def visit_proxy_thread(self, op: ProxyThread, node: EmitNode) -> None:
+        raise UnsupportedError(f"the CUDA emitter does not emit host proxy threads yet: ProxyThread {op.where()}")
 
     # -- ops -------------------------------------------------------------------
     @_scoped

@@ -24,6 +24,7 @@ from collsim.algorithms import generate
 from collsim.emit.layouts import EmitError, LayoutPlan, lcm, plan_layout
 from collsim.ir.effects import effects
 from collsim.ir.ops import (Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
+                            ProxyThread,
                             MultimemLoadReduce, MultimemRed, MultimemStore, Op, PollUntil, Reduce, Reg, Store,
                             SyncGroup, WriteOutput, bind)
 from collsim.ir.program import Program
@@ -315,6 +316,9 @@ class _RegisterAccesses(OpVisitor):
 
     def visit_host_barrier(self, op: HostBarrier) -> list[Access]:
         return []
+
+    def visit_proxy_thread(self, op: ProxyThread) -> list[Access]:
+        return []  # the proxy's registers are the host thread's, none of the kernel's
 
     def visit_loop(self, op: Loop) -> list[Access]:
         raise TypeError("register accesses are those of bound ops: _run walks a loop's body")

@@ -33,6 +33,7 @@ from collsim.emit.plan import ProgramPlan, iter_nodes
 from collsim.ir import multimem
 from collsim.ir.layout import LineLayout, WordRole
 from collsim.ir.ops import (Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
+                            ProxyThread,
                             MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, Reduce, Reg, Store, SyncGroup,
                             WriteOutput)
 from collsim.ir.types import Sem
@@ -413,6 +414,9 @@ class _Demands(OpVisitor):
         return None  # host code (a memset kernel before the launch), no instruction of the collective's kernels
 
     def visit_host_barrier(self, op: HostBarrier, node_id: int) -> None:
+        return None  # host code
+
+    def visit_proxy_thread(self, op: ProxyThread, node_id: int) -> None:
         return None  # host code
 
     def visit_loop(self, op: Loop, node_id: int) -> None:

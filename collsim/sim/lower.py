@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 from collsim.ir.expr import BinOp, Const, Expr, LaunchArgument, Var
 from collsim.ir.layout import WordRole
+from collsim.errors import UnsupportedError
 from collsim.ir.ops import (
     OP_TYPES, Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop, MulticastRef,
     MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, Reduce, Reg, Store, SyncGroup, WriteOutput,
@@ -287,6 +288,9 @@ class _Compiler(OpVisitor):
 
     def visit_host_barrier(self, op: HostBarrier) -> tuple:
         return self._item(op, _Fields(SimKind.HOST_BARRIER, op, self.program))
+
+    def visit_proxy_thread(self, op: Any) -> tuple:
+        raise UnsupportedError(f"the simulator does not time host proxy threads yet: ProxyThread {op.where()}")
 
     def visit_loop(self, op: Loop) -> tuple | None:
         body = self.compile(op.body)

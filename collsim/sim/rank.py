@@ -77,6 +77,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from collsim.errors import UnsupportedError
 from collsim.ir.ops import OP_TYPES, AtLeast
 from collsim.ir.types import FenceKind, Scope
 from collsim.ir.visit import OpVisitor, method_name
@@ -904,6 +905,9 @@ class Rank(OpVisitor):
         self._advance(th, th.t + c.host_barrier_us, "sync", op, "host barrier among the ranks")
         self._advance(th, th.t + c.launch_overhead_us + c.kernel_start_us, "launch", op,
                       "launch after the host barrier (not overlapped with the previous kernel)")
+
+    def visit_proxy_thread(self, th: Thread, op: Any) -> None:
+        raise UnsupportedError(f"the simulator does not time host proxy threads yet: ProxyThread {op.label}")
 
     def visit_write_output(self, th: Thread, op: Any) -> None:
         """Copy a register (or the input) to the output through HBM, as the register fills; like a reduce, the

@@ -122,7 +122,8 @@ class VerifyInstance(Program):
                  flat_signature: str = "", groups: list[AtomicGroup] | None = None,
                  word_encoding: WordEncoding | None = None) -> None:
         super().__init__(threads, placement, init, (), None, f"{protocol}/{algorithm}",
-                         [f"rank{p.rank}.t{t}" for t, p in enumerate(placement)], groups)
+                         [f"rank{p.rank}.proxy" if p.gpu < 0 else f"rank{p.rank}.t{t}"
+                          for t, p in enumerate(placement)], groups)
         self.protocol = protocol
         self.algorithm = algorithm
         self.bounds = bounds
@@ -147,6 +148,15 @@ class VerifyInstance(Program):
                 for e in range(self.elements):
                     env[("in", r, i, e)] = input_value(r, i, e, self.bounds, self.elements)
         return env
+
+    def local_thread(self, thread: int) -> int:
+        """The thread's index in its rank's CTA, or -1 for the rank's host proxy thread."""
+        return -1 if self.placement[thread].gpu < 0 else thread % self.bounds.threads
+
+    def thread_text(self, thread: int) -> str:
+        """``thread 1``, or ``proxy thread`` for the rank's host proxy (as counterexamples name them)."""
+        local = self.local_thread(thread)
+        return "proxy thread" if local < 0 else f"thread {local}"
 
     def rank_of(self, thread: int) -> int:
         rank = self.placement[thread].rank

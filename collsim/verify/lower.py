@@ -19,6 +19,13 @@ What the expansion decides
   element events share a program-order index and are unordered among
   themselves. The lanes of a wide line (LL128: eight 16-byte stores) are
   modelled as one warp-wide access, so its elements are unordered too.
+* **Proxy threads.** A program with a ``ProxyThread`` gets one more thread
+  per rank, after the ranks' CTA threads: the host proxy, placed in no CTA
+  and on no GPU (so only ``sys`` scope includes it). Its body of every
+  launch follows the previous launch's in its program order (the proxy
+  serves one round per launch); under the host-ordering assumption
+  (:data:`~collsim.ir.ops.HOST_ORDERING`, x86-TSO or stronger) its loads are
+  acquires and its stores releases at ``sys`` scope.
 * **Launches.** ``KernelBoundary`` becomes ``fence.sc.sys`` in every thread
   followed by a barrier of the rank's threads (stream order). A protocol
   replayed from a CUDA graph (``graph_replay``) sees ``ARG_ITER`` = 0, the
@@ -43,16 +50,17 @@ import sys
 from typing import Any, Iterable, NamedTuple
 
 from collsim.algorithms import generate, transfer_bytes
-from collsim.ir.checks import check_protocol_program
+from collsim.ir.checks import check_protocol_program, host_scope_findings
 from collsim.ir.effects import effects
 from collsim.ir.origin import shown_path
 from collsim.errors import UnsupportedError
 from collsim.ir.assumptions import get_assumption
 from collsim.ir.buffers import Buffer
 from collsim.ir.layout import LineLayout, WordRole
-from collsim.ir.ops import (AtLeast, Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
-                            MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, Predicate, Reduce, Reg, Store,
-                            SyncGroup, WriteOutput)
+from collsim.ir.ops import (HOST_ORDERING, AtLeast, Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
+                            MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, Predicate, ProxyThread, Reduce, Reg,
+                            Store, SyncGroup, WriteOutput)
+from collsim.ir.program import walk
 from collsim.ir.protocol import Protocol
 from collsim.ir.types import FenceKind, FillPattern, Issuer, RmwOp, Scope, Sem
 from collsim.ir.visit import OpVisitor
@@ -238,8 +246,16 @@ class _ElementLowering(OpVisitor):
         self.events: list[VerifyEvent] = []
         self.T = bounds.threads
         nthreads = bounds.ranks * self.T
-        self.threads: list[list[VerifyInstr]] = [[] for _ in range(nthreads)]
         self.placement = [Placement(cta=t // self.T, gpu=t // self.T, rank=t // self.T) for t in range(nthreads)]
+        #: rank -> the thread of its host proxy (a program with a ProxyThread): in no CTA and on no GPU, so only
+        #: sys scope includes it
+        self.proxy_threads: dict[int, int] = {}
+        if any(isinstance(op, ProxyThread) for op in walk(self.program.ops)):
+            for rank in range(bounds.ranks):
+                self.proxy_threads[rank] = len(self.placement)
+                self.placement.append(Placement(cta=0, gpu=-1 - rank, rank=rank))
+        self.threads: list[list[VerifyInstr]] = [[] for _ in self.placement]
+        self.on_proxy = False  # lowering a proxy thread's body
         self.init: dict[tuple, int] = {}
         self.outputs: dict[tuple, Lin | None] = {}
         self.expected: dict[tuple, Lin] = {}
@@ -250,6 +266,12 @@ class _ElementLowering(OpVisitor):
         self.host_barriers: dict[int, int] = {}  # rank -> host barriers lowered so far
         self.source = ""  # op_source of the operation being lowered
         self.signature: list[str] = []
+        self._flat: Any = None  # the flat op being lowered (a proxy thread's body is its FlatOp.body)
+        for op, why in host_scope_findings(self.program):
+            where = op_source(op)
+            self.notes.append(f"{where + ': ' if where else ''}{why}")
+        if self.proxy_threads:
+            self.notes.append("host ordering assumed for the proxy threads: " + HOST_ORDERING)
         for buf in self.program.buffers:
             words, note = kept_words(buf.layout, bounds.max_lanes)
             self.kept[buf.name] = words
@@ -265,6 +287,8 @@ class _ElementLowering(OpVisitor):
         return {"RANK": rank, "NRANKS": self.bounds.ranks, "ITER": iteration, "ARG_ITER": arg_iter, "MSG": self.msg}
 
     def thread_of(self, rank: int, t: int) -> int:
+        if self.on_proxy:
+            return self.proxy_threads[rank]  # the host proxy is one thread: every line in program order
         return rank * self.T + t
 
     def new_instr(self, thread: int, kind: InstrKind, label: str, iteration: int,
@@ -384,8 +408,11 @@ class _ElementLowering(OpVisitor):
         buf = self.buffers[ref.buffer]
         value = kw.get("value")
         deps = frozenset(value.reads()) if value is not None else frozenset()
+        sem, scope = op.sem.model_sem, op.sem.model_scope(op.scope).value
+        if self.on_proxy:  # x86-TSO or stronger (HOST_ORDERING): loads acquire, stores release
+            sem, scope = ("acquire" if kind is EventKind.READ else "release"), "sys"
         return self.add_event(
-            instr, kind=kind, loc=self.loc(ref, j, word, env), sem=op.sem.model_sem, scope=op.sem.model_scope(op.scope).value,
+            instr, kind=kind, loc=self.loc(ref, j, word, env), sem=sem, scope=scope,
             role=buf.layout.words[word].role.value, slot=ref.slot, region=ref.region, line=ref.line + j, word=word,
             deps=deps, **kw)
 
@@ -497,7 +524,7 @@ class _ElementLowering(OpVisitor):
         self.read(op, site, op.until)
 
     def visit_fence(self, op: Fence, site: _Site) -> None:
-        threads = range(self.T) if op.issuer is Issuer.ALL else (0,)
+        threads = range(self.T) if op.issuer is Issuer.ALL and not self.on_proxy else (0,)
         self.fences(threads, site, "sc" if op.kind is FenceKind.SC else "acq_rel", op.scope.value)
 
     def visit_atomic(self, op: Atomic, site: _Site) -> None:
@@ -614,6 +641,21 @@ class _ElementLowering(OpVisitor):
         return self.add_event(instr, kind=kind, loc=loc, sem=sem, scope="sys", role=WordRole.FLAG.value, slot=0,
                               region=region, line=0, word=0, **kw)
 
+    # -- the host proxy thread (concurrent with the kernel) ------------------------
+    def visit_proxy_thread(self, op: ProxyThread, site: _Site) -> None:
+        """This launch's round of the rank's proxy thread: its body on the rank's proxy thread, after the previous
+        round's (the kernel's ops are not ordered with it except through memory)."""
+        if self.on_proxy:
+            raise UnsupportedError(f"{site.name}: a proxy thread inside a proxy thread ({op_source(op)})")
+        self.on_proxy = True
+        try:
+            for inner in self._flat.body:
+                self.source = op_source(inner.op) or self.source
+                self.signature.append(f"{site.rank}/{site.iteration}/proxy/{inner.name}:{inner.op!r}")
+                self.visit(inner.op, site._replace(name=inner.name))
+        finally:
+            self.on_proxy = False
+
     # -- driver --------------------------------------------------------------
     def run(self) -> VerifyInstance:
         for iteration in range(self.bounds.iterations):
@@ -626,6 +668,7 @@ class _ElementLowering(OpVisitor):
                 for flat in self.program.flatten(env):
                     self.signature.append(f"{rank}/{iteration}/{flat.name}:{flat.op!r}")
                     self.source = op_source(flat.op)
+                    self._flat = flat
                     self.visit(flat.op, _Site(flat.name, rank, iteration, regs, env))
         for instr in (i for thread in self.threads for i in thread):
             if instr.kind == InstrKind.POLL:

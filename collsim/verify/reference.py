@@ -51,7 +51,8 @@ def reference_run(low: VerifyInstance, max_rounds: int = 100000) -> RefRun:
                 key = instr.events[0].bar
                 waiting = [u for u, th in enumerate(low.threads) if pcs[u] < len(th)
                            and th[pcs[u]].kind == InstrKind.BARRIER and th[pcs[u]].events[0].bar == key]
-                members = sum(1 for p in low.placement if p.rank == key[0])
+                # the rank's CTA threads (a host proxy thread of the rank, on no GPU, never joins its barriers)
+                members = sum(1 for p in low.placement if p.rank == key[0] and p.gpu >= 0)
                 if len(waiting) == members:
                     for u in waiting:
                         pcs[u] += 1
