@@ -123,3 +123,35 @@ def test_a_proxy_body_holds_host_operations_only():
         from collsim.ir.checks import check_program
         from collsim.ir.program import Program
         check_program(Program("p", "one-shot", (proxy,), ()))
+
+
+# -- the simulator: the host link and the proxy's own costs ----------------------------------------------------
+def test_simulated_proxy_pays_the_host_link_and_the_cpu_copies():
+    from collsim.models import simulate
+    from collsim.sim.costs import load_costs
+    from collsim.sim.host import HOST_COPY_GBPS, host_link
+    from collsim.topology import load_topology
+
+    topo = load_topology("hgx-h100")
+    link = host_link(topo, 0)
+    assert link.link_type == "pcie5" and link.latency == pytest.approx(1.0)  # 2 PCIe5 links + a PCIe switch
+    pcie = load_costs("hopper").pcie
+    small = simulate(topo, 2, "one-shot", _fifo(), 1024, model="des")
+    # after the launch: the request lands in host memory, then the arrival poll, the inbox load and the tail
+    # poll each take at least one round trip over the host link
+    chain = (link.latency + pcie.remote_write_us) + 3 * (2 * link.latency + pcie.remote_read_us)
+    assert small.latency_us > chain
+    big = simulate(topo, 2, "one-shot", _fifo(), 1 << 20, model="des")
+    # the proxy copies the payload out of the request slot and into the peer's inbox on one core
+    assert big.latency_us - small.latency_us > 2 * (1 << 20) / (HOST_COPY_GBPS * 1e3) * 0.95
+    eight = simulate(topo, 8, "one-shot", _fifo(), 1 << 20, model="des")
+    assert eight.latency_us > big.latency_us * 3  # one copy per peer
+
+
+def test_host_memory_is_never_folded_to_one_rank():
+    from collsim.models import SimRequest
+    from collsim.sim.model import symmetry_of
+    from collsim.topology import load_topology
+
+    request = SimRequest(load_topology("hgx-h100"), 4, "one-shot", _fifo(), 4096)
+    assert "host memory" in symmetry_of(request)

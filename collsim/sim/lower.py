@@ -28,10 +28,9 @@ from typing import Any, Callable
 
 from collsim.ir.expr import BinOp, Const, Expr, LaunchArgument, Var
 from collsim.ir.layout import WordRole
-from collsim.errors import UnsupportedError
 from collsim.ir.ops import (
     OP_TYPES, Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop, MulticastRef,
-    MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, Reduce, Reg, Store, SyncGroup, WriteOutput,
+    MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, ProxyThread, Reduce, Reg, Store, SyncGroup, WriteOutput,
 )
 from collsim.ir.program import Program
 from collsim.ir.types import Issuer, Sem
@@ -39,7 +38,7 @@ from collsim.ir.visit import OpVisitor
 
 __all__ = ["SimKind", "SimOp", "Block", "SimProgram", "lower_for_sim", "STORE", "LOAD", "POLL", "FENCE", "ATOMIC",
            "REDUCE", "WRITE", "SYNC", "KERNEL_END", "MC_LOAD_REDUCE", "MC_STORE", "MC_RED", "HOST_MEMSET",
-           "HOST_BARRIER", "KIND_NAMES",
+           "HOST_BARRIER", "PROXY", "KIND_NAMES",
            "EVERY_COPY", "BoundRank"]
 
 
@@ -60,11 +59,12 @@ class SimKind(IntEnum):
     MC_RED = OP_TYPES.index(MultimemRed)
     HOST_MEMSET = OP_TYPES.index(HostMemset)
     HOST_BARRIER = OP_TYPES.index(HostBarrier)
+    PROXY = OP_TYPES.index(ProxyThread)
 
 
 # Plain ints for the hot path (a rank compares kinds millions of times).
 (STORE, LOAD, POLL, FENCE, ATOMIC, REDUCE, WRITE, SYNC, KERNEL_END, MC_LOAD_REDUCE, MC_STORE, MC_RED, HOST_MEMSET,
- HOST_BARRIER) = (int(k) for k in SimKind)
+ HOST_BARRIER, PROXY) = (int(k) for k in SimKind)
 #: The owner rank in the ``ref`` of a multimem op: every rank's copy (:mod:`collsim.sim.fabric` costs them).
 EVERY_COPY = -1
 #: The IR class name of each kind, indexed by kind (a kind is its class's position in OP_TYPES).
@@ -85,7 +85,7 @@ class SimOp:
 
     __slots__ = ("kind", "op", "loops", "label", "ref", "key", "layout", "src", "srcs", "sem", "scope", "flag",
                  "leader", "into", "into_offset", "pred", "nbytes", "offset", "operand", "releasing",
-                 "acquiring", "line_bytes", "data_bytes", "polls_flags")
+                 "acquiring", "line_bytes", "data_bytes", "polls_flags", "body")
 
     @property
     def name(self) -> str:
@@ -150,8 +150,13 @@ def _source_tuple(source: Any) -> str:
     raise TypeError(f"unknown data source {source!r}")
 
 
-def _ref_tuple(ref: Any) -> str:
-    owner = str(EVERY_COPY) if isinstance(ref, MulticastRef) else _src(ref.rank)
+def _ref_tuple(ref: Any, on_host: bool = False) -> str:
+    if isinstance(ref, MulticastRef):
+        owner = str(EVERY_COPY)
+    elif on_host:  # host memory: the owner number of the rank's host (collsim.sim.host.host_owner)
+        owner = f"(-2 - {_src(ref.rank)})"
+    else:
+        owner = _src(ref.rank)
     return (f"({ref.buffer!r}, {owner}, {_src(ref.slot)}, {_src(ref.region)}, {_src(ref.line)}, "
             f"{_src(ref.lines)})")
 
@@ -182,7 +187,7 @@ class _Fields:
         self.fields: dict[str, str] = {"kind": str(int(kind)), "label": repr(label)}
         self.consts: dict[str, Any] = {"op": op}
         if ref is not None:
-            self.fields["ref"] = _ref_tuple(ref)
+            self.fields["ref"] = _ref_tuple(ref, program.buffer(ref.buffer).on_host)
             self.fields["key"] = "o.ref[:4]"
             layout = self.consts["layout"] = program.buffer(ref.buffer).layout
             self.consts["line_bytes"] = layout.line_bytes
@@ -289,8 +294,10 @@ class _Compiler(OpVisitor):
     def visit_host_barrier(self, op: HostBarrier) -> tuple:
         return self._item(op, _Fields(SimKind.HOST_BARRIER, op, self.program))
 
-    def visit_proxy_thread(self, op: Any) -> tuple:
-        raise UnsupportedError(f"the simulator does not time host proxy threads yet: ProxyThread {op.where()}")
+    def visit_proxy_thread(self, op: ProxyThread) -> tuple:
+        """The proxy's body, bound with the rank's symbols into the ``body`` of one item (collsim.sim.host runs it)."""
+        self.lowered.host_memory = True
+        return ("proxy", self._item(op, _Fields(SimKind.PROXY, op, self.program)), self.compile(op.body))
 
     def visit_loop(self, op: Loop) -> tuple | None:
         body = self.compile(op.body)
@@ -375,6 +382,8 @@ class SimProgram:
         self.data_atomics = False
         #: whether the program has multimem ops (one op reaches every rank's memory through the switch)
         self.multicast = False
+        #: whether the program touches host memory or runs a host proxy thread (collsim.sim.host)
+        self.host_memory = any(buf.on_host for buf in program.buffers)
         self._tree = _Compiler(self).compile(program.ops)
         # per thread: (NRANKS/ITER key, {rank: (items, size-dependent updates)}), so threads never share items
         self._reuse: dict[int, tuple[tuple, dict[int, tuple[BoundRank, list[tuple]]]]] = {}
@@ -410,6 +419,11 @@ class SimProgram:
     def _bind(self, tree: list[Any], e: dict, loops: tuple, updates: list | None) -> list[Any]:
         out: list[Any] = []
         for item in tree:
+            if item[0] == "proxy":
+                bound = item[1][1](e, loops)
+                bound.body = self._bind(item[2], e, (), updates)
+                out.append(bound)
+                continue
             if item[0] == "op":
                 bound = item[1](e, loops)
                 if updates is not None and item[2] is not None:

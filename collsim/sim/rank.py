@@ -77,11 +77,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from collsim.errors import UnsupportedError
 from collsim.ir.ops import OP_TYPES, AtLeast
 from collsim.ir.types import FenceKind, Scope
 from collsim.ir.visit import OpVisitor, method_name
-from collsim.sim import fabric
+from collsim.sim import fabric, host
 from collsim.sim.links import Transfer, place, reserve
 from collsim.sim.lower import ATOMIC, FENCE, KERNEL_END, LOAD, REDUCE, STORE, SYNC, Block, SimKind
 from collsim.sim.memory import DATA, RMW_HOW, SENTINEL, Write
@@ -907,7 +906,9 @@ class Rank(OpVisitor):
                       "launch after the host barrier (not overlapped with the previous kernel)")
 
     def visit_proxy_thread(self, th: Thread, op: Any) -> None:
-        raise UnsupportedError(f"the simulator does not time host proxy threads yet: ProxyThread {op.label}")
+        """The rank's host proxy thread starts its round now, on a CPU core of its own (collsim.sim.host)."""
+        self.sim.events += 1
+        self.sim.env.process(host.run_proxy(self, th.t, th.node, op.body))
 
     def visit_write_output(self, th: Thread, op: Any) -> None:
         """Copy a register (or the input) to the output through HBM, as the register fills; like a reduce, the
