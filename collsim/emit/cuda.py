@@ -40,7 +40,6 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
-from collsim.errors import UnsupportedError
 from collsim.emit.layouts import EmitError, LaneRun, LayoutPlan, lane_runs
 from collsim.emit.plan import EmitNode, ProgramPlan, iter_nodes
 from collsim.ir import multimem
@@ -538,7 +537,9 @@ class KernelGenerator(OpVisitor):
         raise EmitError(f"op #{node.id}: host action {op.label} inside a kernel")
 
     def visit_proxy_thread(self, op: ProxyThread, node: EmitNode) -> None:
-        raise UnsupportedError(f"the CUDA emitter does not emit host proxy threads yet: ProxyThread {op.where()}")
+        """Nothing in the kernel: the body runs on the host's proxy thread (collsim.emit.proxy prints it)."""
+        self.out(f"// IR #{node.id} {op.label}: host proxy thread ({len(node.body)} ops), concurrent with this "
+                 "kernel: see proxy_round() below")
 
     # -- ops -------------------------------------------------------------------
     @_scoped

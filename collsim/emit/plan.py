@@ -33,7 +33,8 @@ from collsim.ir.types import Issuer
 from collsim.ir.visit import OpVisitor
 from collsim.lru import LRUCache
 
-__all__ = ["EmitNode", "ProgramPlan", "plan_program", "plan_for", "register_sync_points", "iter_nodes"]
+__all__ = ["EmitNode", "ProgramPlan", "plan_program", "plan_for", "register_sync_points", "iter_nodes",
+           "device_nodes"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,14 @@ def iter_nodes(nodes: tuple[EmitNode, ...]) -> Iterator[EmitNode]:
     for node in nodes:
         yield node
         yield from iter_nodes(node.body)
+
+
+def device_nodes(nodes: tuple[EmitNode, ...]) -> Iterator[EmitNode]:
+    """The nodes the kernels run, depth first: :func:`iter_nodes` without the bodies of host proxy threads."""
+    for node in nodes:
+        yield node
+        if not isinstance(node.op, ProxyThread):
+            yield from device_nodes(node.body)
 
 
 @dataclass

@@ -29,7 +29,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from collsim.emit.cuda import MARKER
-from collsim.emit.plan import ProgramPlan, iter_nodes
+from collsim.emit.plan import ProgramPlan, device_nodes, iter_nodes
 from collsim.ir import multimem
 from collsim.ir.layout import LineLayout, WordRole
 from collsim.ir.ops import (Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
@@ -427,7 +427,7 @@ def expected_instructions(plan: ProgramPlan, dtype: str) -> dict[int, Expectatio
     """What every synchronization-relevant IR op of ``plan`` demands, for element type ``dtype`` (fp32, bf16, int32)."""
     demands = _Demands(plan, dtype)
     out: dict[int, Expectation] = {}
-    for node in iter_nodes(plan.nodes):
+    for node in device_nodes(plan.nodes):  # a proxy thread's ops are host code, not the kernel's PTX
         want = demands.visit(node.op, node.id)
         if want is not None:
             out[node.id] = want
