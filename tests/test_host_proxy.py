@@ -7,7 +7,7 @@ import pytest
 
 from collsim.algorithms import generate
 from collsim.errors import ProtocolDefinitionError
-from collsim.ir import (RANK, Buffer, Load, PollUntil, ProxyThread, Ref, Scope, Sem, Store, AtLeast, counter_layout)
+from collsim.ir import (RANK, Buffer, Input, Load, PollUntil, ProxyThread, Ref, Scope, Sem, Store, AtLeast, counter_layout)
 from collsim.ir.checks import check_protocol_program, host_scope_findings
 from collsim.ir.registry import load_protocol_file
 from collsim.verify import verify
@@ -98,6 +98,9 @@ class _Broken(type(load_protocol_file(str(FIFO)))):
         elif mistake == "scope":
             with b.proxy("bad_proxy"):
                 b.emit(Load("x", Ref("tail", RANK), Sem.ACQUIRE, Scope.GPU, label="narrow"))
+        elif mistake == "input":
+            with b.proxy("bad_proxy"):
+                b.emit(Store(Ref("fifo", RANK), Input(0), Sem.RELEASE, Scope.SYS, label="reads_hbm"))
         elif mistake == "loop":
             with b.loop("j", 2):
                 with b.proxy("looped_proxy"):
@@ -108,6 +111,7 @@ class _Broken(type(load_protocol_file(str(FIFO)))):
     ("device", "uses buffer 'device_flag' in device memory"),
     ("scope", "at gpu scope, but the proxy is a host thread"),
     ("loop", "proxy thread looped_proxy is inside loop"),
+    ("input", "stores the kernel's input, which is in device memory"),
 ])
 def test_ill_formed_proxy_threads_are_refused_with_the_protocol_line(mistake, message):
     proto = _Broken(mistake=mistake)
@@ -155,3 +159,49 @@ def test_host_memory_is_never_folded_to_one_rank():
 
     request = SimRequest(load_topology("hgx-h100"), 4, "one-shot", _fifo(), 4096)
     assert "host memory" in symmetry_of(request)
+
+
+# -- the emitter: host memory, proxy threads, a harness that builds ----------------------------------------------
+def test_emitted_proxy_is_host_code_with_the_assumed_orders():
+    from collsim.emit import prepare
+
+    emitted = prepare(str(FIFO), "one-shot", unverified=True, arch="sm_90")
+    kernel, main = emitted.files["kernel.cu"], emitted.files["main.cu"]
+    proxy = kernel[kernel.index("bool proxy_round("):]
+    # the host's accesses: acquire loads, release stores, nothing weaker (HOST_ORDERING)
+    assert "__ATOMIC_ACQUIRE" in proxy and "__ATOMIC_RELEASE" in proxy and "__ATOMIC_RELAXED" not in proxy
+    assert "g_proxies.threads.emplace_back(proxy_main, p, rank, chan)" in kernel
+    assert "cudaHostAlloc(&host, (size_t)bytes, cudaHostAllocMapped | cudaHostAllocPortable)" in main
+    assert "collsim_proxy_start(params_for(h, g, 0, 0));" in main and "collsim_proxy_stop();" in main
+    # the kernel side of a host buffer is the same PTX at sys scope
+    assert "ld.acquire.sys.global.u64" in kernel and "st.release.sys.global.u64" in kernel
+
+
+def test_programs_without_host_memory_get_the_plain_harness():
+    from collsim.emit import prepare
+    from collsim.emit.package import _template
+
+    emitted = prepare("simple", "one-shot", unverified=True, arch="sm_90")
+    assert emitted.files["main.cu"].endswith(_template("main.cu")) and "proxy" not in emitted.files["kernel.cu"]
+
+
+@pytest.mark.cuda
+def test_emitted_proxy_program_builds_with_werror_and_its_ptx_checks(tmp_path):
+    import subprocess
+
+    from collsim.emit import prepare, write_program
+    from collsim.emit.ptxcheck import check_ptx
+    from collsim.emit.toolchain import WERROR, find_nvcc
+
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found (PATH, $NVCC or $CUDA_HOME): the compile check needs the CUDA toolkit")
+    emitted = prepare(str(FIFO), "one-shot", unverified=True, arch="sm_90")
+    write_program(emitted, tmp_path)
+    for source in ("kernel.cu", "main.cu"):
+        cmd = [nvcc, "-O3", "-std=c++17", *WERROR, "-gencode", "arch=compute_90,code=sm_90", "-c", source,
+               "-o", source.replace(".cu", ".o"), "-keep", "-keep-dir", str(tmp_path)]
+        proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = check_ptx(emitted.plan, (tmp_path / "kernel.ptx").read_text())
+    assert report.ok, report.summary()

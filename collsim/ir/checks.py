@@ -24,7 +24,8 @@ from collsim.errors import ProtocolDefinitionError
 from collsim.ir.effects import Effects, effects
 from collsim.ir.layout import LineLayout, WordRole
 from collsim.ir.expr import Expr
-from collsim.ir.ops import HOST_ACTIONS, HOST_SYMBOLS, PROXY_OPS, Fence, Fill, Loop, Op, PollUntil, ProxyThread, Ref
+from collsim.ir.ops import (HOST_ACTIONS, HOST_SYMBOLS, PROXY_OPS, Fence, Fill, Input, Loop, Op, PollUntil, ProxyThread,
+                            Ref)
 from collsim.ir.origin import shown_path
 from collsim.ir.program import Program
 from collsim.ir.types import FillPattern, Scope, Sem
@@ -129,6 +130,10 @@ def _check_proxy_body(proxy: ProxyThread, ops: tuple[Op, ...], where: str, sourc
         if isinstance(op, Loop):
             _check_proxy_body(proxy, op.body, where, source)
             continue
+        if isinstance(getattr(op, "src", None), Input):
+            raise ProgramCheckError(
+                f"{where}: proxy thread {proxy.label}: {op.label} stores the kernel's input, which is in device "
+                f"memory the host thread cannot read: store a register the proxy loaded", op=op, file=source)
         scope = op.sem.model_scope(op.scope) if hasattr(op, "sem") else op.scope
         if scope is not Scope.SYS:
             raise ProgramCheckError(
