@@ -148,6 +148,13 @@ def _kernel_file(program: EmittedProgram) -> str:
             f'#error "{proto.name}/{program.algorithm} uses vector red/atom (PTX ISA: sm_90 or newer); build with ARCH=sm_90"\n'
             "#endif\n\n"
         )
+    elif plan.uses_bulk_copies:
+        out.append(
+            "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900\n"
+            f'#error "{proto.name}/{program.algorithm} uses cp.async.bulk (PTX ISA 8.0: sm_90 or newer); '
+            'build with ARCH=sm_90"\n'
+            "#endif\n\n"
+        )
     elif plan.uses_multicast:
         out.append(
             "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900\n"
@@ -454,7 +461,8 @@ def build_program(protocol: Protocol, algorithm: str, status: VerificationStatus
     if arch not in SUPPORTED_ARCHS:
         raise InputError(f"unknown architecture {arch!r}", field="--arch", choices=SUPPORTED_ARCHS)
     if arch not in emitted.archs:
-        why = "vector red/atom" if plan.needs_vector_atomics else "multimem"
+        why = "vector red/atom" if plan.needs_vector_atomics else "multimem" if plan.uses_multicast else \
+            "cp.async.bulk"
         raise InputError(f"{protocol.name}/{algorithm} cannot target {arch}: it needs sm_{emitted.min_sm} or newer "
                          f"({why})", field="--arch", choices=emitted.archs)
     files = {"kernel.cu": _kernel_file(emitted)}

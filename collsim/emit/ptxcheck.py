@@ -33,7 +33,7 @@ from collsim.emit.plan import ProgramPlan, device_nodes, iter_nodes
 from collsim.ir import multimem
 from collsim.ir.layout import LineLayout, WordRole
 from collsim.ir.ops import (Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
-                            ProxyThread,
+                            BulkLoad, ProxyFence, ProxyThread,
                             MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, Reduce, Reg, Store, SyncGroup,
                             WriteOutput)
 from collsim.ir.types import Sem
@@ -46,7 +46,7 @@ _SCOPES = ("cta", "cluster", "gpu", "sys")
 _RANK = {"weak": 0, "relaxed": 1, "volatile": 1, "acquire": 2, "release": 2, "acq_rel": 3, "sc": 4}
 _SCOPE_RANK = {"cta": 0, "cluster": 1, "gpu": 2, "sys": 3}
 _SYNC_OPCODES = ("fence", "membar", "red", "atom", "multimem")
-_MEMORY_OPCODES = ("st", "ld", "fence", "red", "atom", "membar", "multimem")
+_MEMORY_OPCODES = ("st", "ld", "fence", "red", "atom", "membar", "multimem", "cp")
 #: collsim's element types, as the mangled template argument of a kernel names them and as collsim names them
 _DTYPE_NAMES = {"fp32": "float32", "bf16": "bfloat16", "int32": "int32"}
 
@@ -415,6 +415,13 @@ class _Demands(OpVisitor):
 
     def visit_host_barrier(self, op: HostBarrier, node_id: int) -> None:
         return None  # host code
+
+    def visit_bulk_load(self, op: BulkLoad, node_id: int) -> Expectation:
+        # cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes: one per chunk, in the chunk loop
+        return Expectation(node_id, op.label, ("cp",), "weak", "", "", ("",), 1, extra=("async", "bulk", "global"))
+
+    def visit_proxy_fence(self, op: ProxyFence, node_id: int) -> Expectation:
+        return Expectation(node_id, op.label, ("fence",), "weak", "", "", ("",), 1, extra=("proxy", "async"))
 
     def visit_proxy_thread(self, op: ProxyThread, node_id: int) -> None:
         return None  # host code

@@ -36,6 +36,8 @@ from collsim.ir.ops import (
     PollUntil,
     Predicate,
     ProxyThread,
+    ProxyFence,
+    BulkLoad,
     Reduce,
     Ref,
     Reg,
@@ -59,7 +61,7 @@ __all__ = [
     # operations
     "Op", "OP_TYPES", "Store", "Load", "PollUntil", "Fence", "Atomic", "Reduce", "WriteOutput", "SyncGroup",
     "KernelBoundary", "Loop", "MultimemLoadReduce", "MultimemStore", "MultimemRed", "HostMemset", "HostBarrier",
-    "ProxyThread",
+    "ProxyThread", "BulkLoad", "ProxyFence",
     "Ref", "MulticastRef", "Input", "Reg", "Fill", "Predicate", "Equals", "AtLeast", "NotEqual",
     "DATA_WORD", "SENTINEL_WORD",
     # programs and protocols

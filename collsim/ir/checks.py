@@ -24,7 +24,7 @@ from collsim.errors import ProtocolDefinitionError
 from collsim.ir.effects import Effects, effects
 from collsim.ir.layout import LineLayout, WordRole
 from collsim.ir.expr import Expr
-from collsim.ir.ops import (HOST_ACTIONS, HOST_SYMBOLS, PROXY_OPS, Fence, Fill, Input, Loop, Op, PollUntil, ProxyThread,
+from collsim.ir.ops import (HOST_ACTIONS, HOST_SYMBOLS, PROXY_OPS, BulkLoad, Fence, Fill, Input, Loop, Op, PollUntil, ProxyThread,
                             Ref)
 from collsim.ir.origin import shown_path
 from collsim.ir.program import Program
@@ -257,6 +257,11 @@ def check_program(program: Program, source: str | None = None) -> None:
                             f"{where}: {flat.name} memsets {ref.buffer!r} to the sentinel, but its layout "
                             f"{layout.name} has flag words: a memset writes one pattern into every word, so "
                             f"clear it to zero", op=op, file=source)
+                    if isinstance(op, BulkLoad) and (layout.flag_words or layout.line_bytes % 16):
+                        raise ProgramCheckError(
+                            f"{where}: {flat.name} bulk-copies {ref.buffer!r}, whose layout {layout.name} has flag "
+                            f"words or lines that are not a multiple of 16 bytes: cp.async.bulk moves whole 16-byte "
+                            f"units of data (copy a plain data layout)", op=op, file=source)
                     if touch.flag is not None and not layout.flag_words:
                         raise ProgramCheckError(
                             f"{where}: {flat.name} stores a flag into {ref.buffer!r}, whose layout "

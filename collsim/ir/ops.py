@@ -63,6 +63,8 @@ __all__ = [
     "HostBarrier",
     "ProxyThread",
     "PROXY_OPS",
+    "BulkLoad",
+    "ProxyFence",
     "HOST_SYMBOLS",
     "HOST_ACTIONS",
     "HOST_ORDERING",
@@ -632,6 +634,38 @@ class HostBarrier(Op):
 
 
 @dataclass(frozen=True)
+class BulkLoad(Op):
+    """``cp.async.bulk`` (TMA, sm_90): copy ``src``'s whole lines into register ``into`` through the *async proxy*.
+
+    The rank's leader thread issues the copy into shared memory, completing on an mbarrier every thread of the
+    rank then waits on (``mbarrier.try_wait``: acquire at cta scope), and the threads take the bytes from there.
+    The copy's reads are async-proxy accesses: they are ordered after the generic-proxy accesses the issuing
+    thread performed or observed before it only through a :class:`ProxyFence` between them (PTX ISA, memory
+    consistency model, proxies; ``fence.proxy.async``). An acquire of a peer's flag, then the copy of the data
+    the flag published, needs that fence. The source layout holds data words only (a bulk copy moves bytes).
+    """
+
+    into: str
+    src: Ref
+    into_offset: Expr = 0  # type: ignore[assignment]
+    label: str = "bulk_load"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.into_offset, int):
+            object.__setattr__(self, "into_offset", _e(self.into_offset))
+
+
+@dataclass(frozen=True)
+class ProxyFence(Op):
+    """``fence.proxy.async``: a bidirectional proxy fence between the generic and the async proxy, for every state
+    space. This thread's generic-proxy accesses before it (and what they observed) are ordered before its
+    async-proxy accesses after it (a :class:`BulkLoad` it issues), and the reverse."""
+
+    issuer: Issuer = Issuer.ALL
+    label: str = "fence_proxy_async"
+
+
+@dataclass(frozen=True)
 class ProxyThread(Op):
     """The work of this rank's host *proxy thread* in one launch: ``body`` runs on a CPU thread of the rank's
     host process, concurrently with the kernel (NCCL's proxy thread progressing network sends; MSCCL++ and
@@ -688,7 +722,7 @@ class Loop(Op):
 #: added here and then fails at import in every consumer that does not handle it yet.
 OP_TYPES: tuple[type[Op], ...] = (Store, Load, PollUntil, Fence, Atomic, Reduce, WriteOutput, SyncGroup,
                                   KernelBoundary, Loop, MultimemLoadReduce, MultimemStore, MultimemRed, HostMemset,
-                                  HostBarrier, ProxyThread)
+                                  HostBarrier, ProxyThread, BulkLoad, ProxyFence)
 #: The operations a :class:`ProxyThread` body may contain (the host's loads, stores, polls and fences).
 PROXY_OPS: tuple[type[Op], ...] = (Store, Load, PollUntil, Fence, Loop)
 

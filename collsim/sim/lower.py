@@ -31,6 +31,7 @@ from collsim.ir.layout import WordRole
 from collsim.ir.ops import (
     OP_TYPES, Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop, MulticastRef,
     MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, ProxyThread, Reduce, Reg, Store, SyncGroup, WriteOutput,
+    BulkLoad, ProxyFence,
 )
 from collsim.ir.program import Program
 from collsim.ir.types import Issuer, Sem
@@ -38,7 +39,7 @@ from collsim.ir.visit import OpVisitor
 
 __all__ = ["SimKind", "SimOp", "Block", "SimProgram", "lower_for_sim", "STORE", "LOAD", "POLL", "FENCE", "ATOMIC",
            "REDUCE", "WRITE", "SYNC", "KERNEL_END", "MC_LOAD_REDUCE", "MC_STORE", "MC_RED", "HOST_MEMSET",
-           "HOST_BARRIER", "PROXY", "KIND_NAMES",
+           "HOST_BARRIER", "PROXY", "BULK_LOAD", "PROXY_FENCE", "KIND_NAMES",
            "EVERY_COPY", "BoundRank"]
 
 
@@ -60,11 +61,13 @@ class SimKind(IntEnum):
     HOST_MEMSET = OP_TYPES.index(HostMemset)
     HOST_BARRIER = OP_TYPES.index(HostBarrier)
     PROXY = OP_TYPES.index(ProxyThread)
+    BULK_LOAD = OP_TYPES.index(BulkLoad)
+    PROXY_FENCE = OP_TYPES.index(ProxyFence)
 
 
 # Plain ints for the hot path (a rank compares kinds millions of times).
 (STORE, LOAD, POLL, FENCE, ATOMIC, REDUCE, WRITE, SYNC, KERNEL_END, MC_LOAD_REDUCE, MC_STORE, MC_RED, HOST_MEMSET,
- HOST_BARRIER, PROXY) = (int(k) for k in SimKind)
+ HOST_BARRIER, PROXY, BULK_LOAD, PROXY_FENCE) = (int(k) for k in SimKind)
 #: The owner rank in the ``ref`` of a multimem op: every rank's copy (:mod:`collsim.sim.fabric` costs them).
 EVERY_COPY = -1
 #: The IR class name of each kind, indexed by kind (a kind is its class's position in OP_TYPES).
@@ -294,6 +297,16 @@ class _Compiler(OpVisitor):
     def visit_host_barrier(self, op: HostBarrier) -> tuple:
         return self._item(op, _Fields(SimKind.HOST_BARRIER, op, self.program))
 
+    # the async proxy (cp.async.bulk, fence.proxy.async): collsim.sim.rank costs them
+
+    def visit_bulk_load(self, op: BulkLoad) -> tuple:
+        f = _Fields(SimKind.BULK_LOAD, op, self.program, op.src)
+        f.consts["acquiring"] = True  # every thread waits on the copy's mbarrier
+        return self._item(op, f, moves_data=True)
+
+    def visit_proxy_fence(self, op: ProxyFence) -> tuple:
+        return self._item(op, _Fields(SimKind.PROXY_FENCE, op, self.program))
+
     def visit_proxy_thread(self, op: ProxyThread) -> tuple:
         """The proxy's body, bound with the rank's symbols into the ``body`` of one item (collsim.sim.host runs it)."""
         self.lowered.host_memory = True
@@ -324,7 +337,7 @@ class _Compiler(OpVisitor):
 
     def _item(self, op: Any, f: _Fields, moves_data: bool = False) -> tuple:
         if moves_data and getattr(op, "issuer", Issuer.ALL) is Issuer.ALL:
-            if f.kind is SimKind.LOAD or f.kind is SimKind.MC_LOAD_REDUCE:
+            if f.kind in (SimKind.LOAD, SimKind.MC_LOAD_REDUCE, SimKind.BULK_LOAD):
                 self.lowered.loads_data = True
             else:
                 self.lowered.stores_data = True

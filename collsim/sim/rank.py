@@ -70,6 +70,13 @@ HostMemset / HostBarrier (host actions, before the launch's first device op)
     rendezvous, then ``launch_overhead_us + kernel_start_us``: the launch
     is issued only after the hosts met, so it is not hidden behind the
     previous kernel.
+BulkLoad / ProxyFence (the async proxy)
+    A bulk copy (``cp.async.bulk``) is costed as a load of its lines that
+    the CTA waits for (its mbarrier); a proxy fence costs its issue.
+ProxyThread
+    Starts the rank's host proxy thread, a process of its own
+    (:mod:`collsim.sim.host`, which also costs the kernel's accesses to
+    host memory).
 Every op also costs ``op_overhead_us`` of instruction issue.
 """
 from __future__ import annotations
@@ -904,6 +911,15 @@ class Rank(OpVisitor):
         self._advance(th, th.t + c.host_barrier_us, "sync", op, "host barrier among the ranks")
         self._advance(th, th.t + c.launch_overhead_us + c.kernel_start_us, "launch", op,
                       "launch after the host barrier (not overlapped with the previous kernel)")
+
+    def visit_bulk_load(self, th: Thread, op: Any):
+        """A bulk async copy: the copy engine pulls the lines as the CTA's loads would (the same links and round
+        trip; its bytes in flight stand in for the CTA's), and the CTA waits on its mbarrier (an acquire)."""
+        return self.visit_load(th, op)
+
+    def visit_proxy_fence(self, th: Thread, op: Any) -> None:
+        """``fence.proxy.async`` orders proxies; no latency of it is published, so it costs its issue only."""
+        th.t += self.c.op_overhead_us
 
     def visit_proxy_thread(self, th: Thread, op: Any) -> None:
         """The rank's host proxy thread starts its round now, on a CPU core of its own (collsim.sim.host)."""

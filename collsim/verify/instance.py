@@ -122,8 +122,10 @@ class VerifyInstance(Program):
                  flat_signature: str = "", groups: list[AtomicGroup] | None = None,
                  word_encoding: WordEncoding | None = None) -> None:
         super().__init__(threads, placement, init, (), None, f"{protocol}/{algorithm}",
-                         [f"rank{p.rank}.proxy" if p.gpu < 0 else f"rank{p.rank}.t{t}"
-                          for t, p in enumerate(placement)], groups)
+                         [f"rank{p.rank}.t{t}" for t, p in enumerate(placement)], groups)
+        #: thread -> what it is when it is no thread of the rank's CTA: ``proxy`` (the host proxy thread) or
+        #: ``bulk`` (the copy engine of a cp.async.bulk)
+        self.roles: dict[int, str] = {}
         self.protocol = protocol
         self.algorithm = algorithm
         self.bounds = bounds
@@ -150,13 +152,16 @@ class VerifyInstance(Program):
         return env
 
     def local_thread(self, thread: int) -> int:
-        """The thread's index in its rank's CTA, or -1 for the rank's host proxy thread."""
-        return -1 if self.placement[thread].gpu < 0 else thread % self.bounds.threads
+        """The thread's index in its rank's CTA; -1 for the rank's host proxy thread, -2 for a bulk copy's engine."""
+        role = self.roles.get(thread)
+        if role is not None:
+            return -1 if role == "proxy" else -2
+        return thread % self.bounds.threads
 
     def thread_text(self, thread: int) -> str:
-        """``thread 1``, or ``proxy thread`` for the rank's host proxy (as counterexamples name them)."""
+        """``thread 1``, ``proxy thread`` (the rank's host proxy) or ``bulk copy engine`` (as counterexamples say)."""
         local = self.local_thread(thread)
-        return "proxy thread" if local < 0 else f"thread {local}"
+        return {-1: "proxy thread", -2: "bulk copy engine"}.get(local, f"thread {local}")
 
     def rank_of(self, thread: int) -> int:
         rank = self.placement[thread].rank

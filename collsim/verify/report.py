@@ -41,7 +41,7 @@ class CounterexampleStep:
     source: str = ""  # where protocol code emitted the op (file:line); empty for the algorithm's own ops
 
     def render(self) -> str:
-        who = f"rank {self.rank} " + ("proxy" if self.thread < 0 else f"t{self.thread}")
+        who = f"rank {self.rank} " + {-1: "proxy", -2: "tma"}.get(self.thread, f"t{self.thread}")
         head = f"{'>>' if self.mark else '  '} {who:<10} it{self.iteration}  {self.op:<28} {self.action:<7} {self.target}"
         lines = [head.rstrip()]
         if self.source:
@@ -146,7 +146,7 @@ def _true(model: z3.ModelRef, term: Any) -> bool:
 def _tag(low: VerifyInstance, thread: int) -> str:
     """``t1``, or ``proxy`` for a rank's host proxy thread."""
     local = low.local_thread(thread)
-    return "proxy" if local < 0 else f"t{local}"
+    return {-1: "proxy", -2: "tma"}.get(local, f"t{local}")
 
 
 def _writer_text(w: VerifyEvent | None, low: VerifyInstance) -> str:
