@@ -113,3 +113,39 @@ def test_emitted_bulk_copy_compiles_for_sm90_and_its_ptx_checks(tmp_path):
     report = check_ptx(emitted.plan, ptx)
     assert report.ok, report.summary()
     assert "fence.proxy.async" in ptx and "cp.async.bulk.shared::cluster.global" in ptx
+
+
+# -- litmus: the same picture of the async proxy ------------------------------------------------------------
+def _litmus(name, p1, expected, p0=None):
+    p0 = p0 if p0 is not None else [{"op": "st", "loc": "x", "val": 1},
+                                    {"op": "st", "loc": "flag", "val": 1, "sem": "release", "scope": "gpu"}]
+    return {"name": name, "init": {"x": 0, "flag": 0},
+            "placement": [{"thread": "P0", "cta": 0, "gpu": 0}, {"thread": "P1", "cta": 1, "gpu": 0}],
+            "threads": [p0, p1], "condition": {"quantifier": "exists", "expr": "P1:r1 == 1 /\\ P1:r2 == 0"},
+            "expected": expected}
+
+
+ACQUIRE = {"op": "ld", "loc": "flag", "reg": "r1", "sem": "acquire", "scope": "gpu"}
+BULK_COPY = {"op": "cp.async.bulk", "loc": "x", "reg": "r2"}
+PROXY_FENCE = {"op": "fence", "sem": "proxy.async"}
+
+
+@pytest.mark.parametrize("row", [
+    # message passing into a bulk copy: the acquire orders the generic proxy only
+    _litmus("MP+acq+bulk", [ACQUIRE, BULK_COPY], "allowed"),
+    _litmus("MP+acq+proxyfence+bulk", [ACQUIRE, PROXY_FENCE, BULK_COPY], "forbidden"),
+    _litmus("MP+acq+proxyfence(sem proxy, proxy async)+bulk",
+            [ACQUIRE, {"op": "fence", "sem": "proxy", "proxy": "async"}, BULK_COPY], "forbidden"),
+    # a fence before the acquire orders nothing the acquire brings in
+    _litmus("MP+proxyfence+acq+bulk", [PROXY_FENCE, ACQUIRE, BULK_COPY], "allowed"),
+    # the thread's own generic store, then its bulk copy of the same location
+    _litmus("CoWR+bulk", [{"op": "mov", "reg": "r1", "val": 1}, {"op": "st", "loc": "x", "val": 1}, BULK_COPY],
+            "allowed", p0=[]),
+    _litmus("CoWR+proxyfence+bulk", [{"op": "mov", "reg": "r1", "val": 1}, {"op": "st", "loc": "x", "val": 1},
+                                     PROXY_FENCE, BULK_COPY], "forbidden", p0=[]),
+], ids=lambda r: r["name"])
+def test_litmus_bulk_copies_need_the_proxy_fence(row):
+    from collsim.verify.litmus import evaluate, parse_test
+
+    result = evaluate(parse_test(row))
+    assert result.observed == row["expected"], result
