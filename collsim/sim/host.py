@@ -38,6 +38,7 @@ from __future__ import annotations
 from typing import Any
 
 from collsim.sim.links import Pipe, Transfer
+from collsim.sim.lower import FENCE, LOAD, POLL, STORE, Block
 from collsim.sim.memory import DATA, SENTINEL, Write
 from collsim.sim.trace import PathNode
 from collsim.topology.catalog import link_type_info, traversal_latency_us
@@ -99,8 +100,6 @@ def _copy_us(nbytes: float) -> float:
 
 def run_proxy(rank: Any, start: float, node: PathNode, items: list[Any]):
     """The SimPy process of ``rank``'s proxy thread: its bound ``items`` in order from ``start`` (a generator)."""
-    from collsim.sim.lower import FENCE, LOAD, POLL, STORE, Block
-
     sim = rank.sim
     th_t, th_node = start, node
     if start > sim.env.now:
