@@ -94,24 +94,10 @@ def test_emitted_bulk_copy_is_tma_behind_an_mbarrier():
 
 @pytest.mark.cuda
 def test_emitted_bulk_copy_compiles_for_sm90_and_its_ptx_checks(tmp_path):
-    import subprocess
+    from collsim.emit import prepare
+    from cuda_build import build_and_check
 
-    from collsim.emit import prepare, write_program
-    from collsim.emit.ptxcheck import check_ptx
-    from collsim.emit.toolchain import WERROR, find_nvcc
-
-    nvcc = find_nvcc()
-    if nvcc is None:
-        pytest.skip("nvcc not found (PATH, $NVCC or $CUDA_HOME): the compile check needs the CUDA toolkit")
-    emitted = prepare(str(BULK), "one-shot", unverified=True, arch="sm_90")
-    write_program(emitted, tmp_path)
-    cmd = [nvcc, "-O3", "-std=c++17", *WERROR, "-gencode", "arch=compute_90,code=sm_90", "-c", "kernel.cu",
-           "-o", "kernel.o", "-keep", "-keep-dir", str(tmp_path)]
-    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    ptx = (tmp_path / "kernel.ptx").read_text()
-    report = check_ptx(emitted.plan, ptx)
-    assert report.ok, report.summary()
+    ptx = build_and_check(prepare(str(BULK), "one-shot", unverified=True, arch="sm_90"), tmp_path)
     assert "fence.proxy.async" in ptx and "cp.async.bulk.shared::cluster.global" in ptx
 
 

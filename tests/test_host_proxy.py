@@ -187,21 +187,7 @@ def test_programs_without_host_memory_get_the_plain_harness():
 
 @pytest.mark.cuda
 def test_emitted_proxy_program_builds_with_werror_and_its_ptx_checks(tmp_path):
-    import subprocess
+    from collsim.emit import prepare
+    from cuda_build import build_and_check
 
-    from collsim.emit import prepare, write_program
-    from collsim.emit.ptxcheck import check_ptx
-    from collsim.emit.toolchain import WERROR, find_nvcc
-
-    nvcc = find_nvcc()
-    if nvcc is None:
-        pytest.skip("nvcc not found (PATH, $NVCC or $CUDA_HOME): the compile check needs the CUDA toolkit")
-    emitted = prepare(str(FIFO), "one-shot", unverified=True, arch="sm_90")
-    write_program(emitted, tmp_path)
-    for source in ("kernel.cu", "main.cu"):
-        cmd = [nvcc, "-O3", "-std=c++17", *WERROR, "-gencode", "arch=compute_90,code=sm_90", "-c", source,
-               "-o", source.replace(".cu", ".o"), "-keep", "-keep-dir", str(tmp_path)]
-        proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-    report = check_ptx(emitted.plan, (tmp_path / "kernel.ptx").read_text())
-    assert report.ok, report.summary()
+    build_and_check(prepare(str(FIFO), "one-shot", unverified=True, arch="sm_90"), tmp_path, ("kernel.cu", "main.cu"))

@@ -688,10 +688,6 @@ class ProxyThread(Op):
     def children(self) -> tuple[Op, ...]:
         return self.body
 
-    def where(self) -> str:
-        """``label (file:line)``: how a consumer that refuses the proxy thread names it."""
-        return f"{self.label} ({self.origin})" if self.origin is not None else self.label
-
 
 #: The assumption under which the verifier models the proxy thread's own accesses (see :class:`ProxyThread`).
 HOST_ORDERING = ("host-tso: the host CPU orders its own accesses to host memory as x86-TSO or stronger: every "

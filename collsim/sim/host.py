@@ -39,7 +39,7 @@ from typing import Any
 
 from collsim.sim.links import Pipe, Transfer
 from collsim.sim.lower import FENCE, LOAD, POLL, STORE, Block
-from collsim.sim.memory import DATA, SENTINEL, Write
+from collsim.sim.memory import Write, stored
 from collsim.sim.trace import PathNode
 from collsim.topology.catalog import link_type_info, traversal_latency_us
 
@@ -156,14 +156,7 @@ def run_proxy(rank: Any, start: float, node: PathNode, items: list[Any]):
                 ready, producer = rank.regs.get(src[1], (0.0, None, 0.0))[:2]
                 if ready > th_t:
                     advance(ready, "data", op, "waits for register " + src[1], producer, ready)
-            if op.polls_flags:
-                how, value = ("set", op.flag) if op.flag is not None else (None, None)
-            elif src is None:
-                how, value = "set", op.flag
-            elif src[0] == "fill":
-                how, value = "set", (SENTINEL if src[1] == "sentinel" else 0)
-            else:
-                how, value = "set", DATA
+            how, value = stored(op)
             nbytes = op.ref[5] * op.line_bytes
             payload = src is not None and src[0] != "fill"
             done = th_t + _copy_us(nbytes)

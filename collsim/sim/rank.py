@@ -90,7 +90,7 @@ from collsim.ir.visit import OpVisitor, method_name
 from collsim.sim import fabric, host
 from collsim.sim.links import Transfer, place, reserve
 from collsim.sim.lower import ATOMIC, FENCE, KERNEL_END, LOAD, REDUCE, STORE, SYNC, Block, SimKind
-from collsim.sim.memory import DATA, RMW_HOW, SENTINEL, Write
+from collsim.sim.memory import DATA, RMW_HOW, SENTINEL, Write, stored
 from collsim.sim.trace import PathNode
 
 __all__ = ["Rank", "Thread"]
@@ -578,14 +578,7 @@ class Rank(OpVisitor):
             self._fence(th, op, op.scope, None, "release fence before the store")
         payload = src is not None and src[0] != "fill"
         th.t += self.c.op_overhead_us
-        if op.polls_flags:
-            how, value = ("set", op.flag) if op.flag is not None else (None, None)
-        elif src is None:
-            how, value = "set", op.flag
-        elif src[0] == "fill":
-            how, value = "set", (SENTINEL if src[1] == "sentinel" else 0)
-        else:
-            how, value = "set", DATA
+        how, value = stored(op)
         ref = op.ref
         lines = ref[5]
         land = None if how is None else (self.memory.location(op.key), ref[4], lines, how, value)

@@ -767,8 +767,8 @@ class _ElementLowering(OpVisitor):
                     ev.poll = instr.id
         low.roles.update({t: "proxy" for t in self.proxy_threads.values()})
         low.roles.update({t: "bulk" for t in self.bulk_engines})
-        for t, role in low.roles.items():
-            low.thread_names[t] = f"rank{self.placement[t].rank}.{role}{t}"
+        for t, role in low.roles.items():  # one proxy thread per rank; bulk copy engines by thread index
+            low.thread_names[t] = f"rank{self.placement[t].rank}.{role}" + (str(t) if role == "bulk" else "")
         return low
 
     def expected_sum(self, iteration: int, element: int) -> None:
