@@ -692,8 +692,8 @@ class ProxyThread(Op):
 #: The assumption under which the verifier models the proxy thread's own accesses (see :class:`ProxyThread`).
 HOST_ORDERING = ("host-tso: the host CPU orders its own accesses to host memory as x86-TSO or stronger: every "
                  "load is an acquire and every store a release at sys scope, a store may pass a later load "
-                 "(the emitted proxy uses std::atomic_ref with those orders, plain moves on x86; Intel SDM vol. "
-                 "3A section 8.2.2, Owens, Sarkar and Sewell, x86-TSO, TPHOLs 2009)")
+                 "(the emitted proxy uses __atomic loads and stores with those orders, plain moves on x86; Intel "
+                 "SDM vol. 3A section 8.2.2, Owens, Sarkar and Sewell, x86-TSO, TPHOLs 2009)")
 
 
 @dataclass(frozen=True)
