@@ -79,6 +79,15 @@ class MemoryInstruction(OpVisitor):
     def visit_host_memset(self, op):
         return InstrKind.STORE
 
+    def visit_bulk_load(self, op):
+        return InstrKind.LOAD
+
+    def visit_proxy_fence(self, op):
+        return None
+
+    def visit_proxy_thread(self, op):
+        return None  # its body's instructions are the proxy thread's, not the rank's
+
     def visit_host_barrier(self, op):
         return None
 

@@ -85,7 +85,7 @@ def test_cli_bad_input_is_one_line_exit_2(collsim_cli, tmp_path):
     code, out, err = collsim_cli("litmus", str(path))
     assert code == 2
     assert f"{path}:1: threads[0][0].op: test 't': unknown op kind 'ldd'" in err
-    assert "(valid: bar, branch, fence" in err
+    assert "(valid: bar, branch, cp.async.bulk, fence" in err
 
 
 # ------------------------------------------------------------------- input errors
@@ -122,7 +122,7 @@ def test_malformed_rows_name_file_line_and_field(tmp_path, text, field, message)
 def test_unknown_op_lists_valid_choices():
     with pytest.raises(InputError) as info:
         parse_test(row([[{"op": "prefetch", "loc": "x"}]], {"quantifier": "exists", "expr": "true"}))
-    assert info.value.choices == ["bar", "branch", "fence", "goto", "label", "ld", "local", "mov",
+    assert info.value.choices == ["bar", "branch", "cp.async.bulk", "fence", "goto", "label", "ld", "local", "mov",
                                   "red", "rmw", "st"]
 
 

@@ -130,7 +130,8 @@ def emit_all(out_dir: str | Path, *, unverified: bool = False, arch: str = "sm_9
 def _needs_sm90(proto: Protocol, algorithm: str) -> str:
     """What in the program needs sm_90 ("" if nothing does)."""
     plan = plan_for(proto, algorithm)
-    return "vector red/atom" if plan.needs_vector_atomics else "multimem" if plan.uses_multicast else ""
+    return "vector red/atom" if plan.needs_vector_atomics else "multimem" if plan.uses_multicast else \
+        "cp.async.bulk" if plan.uses_bulk_copies else ""
 
 
 def _write_index(root: Path, results: list[EmitResult]) -> None:

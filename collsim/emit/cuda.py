@@ -41,10 +41,11 @@ import functools
 from typing import Callable
 
 from collsim.emit.layouts import EmitError, LaneRun, LayoutPlan, lane_runs
-from collsim.emit.plan import EmitNode, ProgramPlan, iter_nodes
+from collsim.emit.plan import BULK_CHUNK_BYTES, EmitNode, ProgramPlan, iter_nodes
 from collsim.ir import multimem
 from collsim.ir.expr import Expr
 from collsim.ir.ops import (Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
+                            BulkLoad, ProxyFence, ProxyThread,
                             MulticastRef, MultimemLoadReduce, MultimemRed, MultimemStore, NotEqual, Op, PollUntil,
                             Reduce, Ref, Reg, Store, SyncGroup, WriteOutput)
 from collsim.ir.floats import Compare
@@ -232,6 +233,15 @@ class _Description(OpVisitor):
 
     def visit_loop(self, op: Loop) -> str:
         return f"Loop {op.var} < {op.count!r}"
+
+    def visit_bulk_load(self, op: BulkLoad) -> str:
+        return f"BulkLoad cp.async.bulk (async proxy): {op.into}(+{op.into_offset!r}) <- {_ref_text(op.src)}"
+
+    def visit_proxy_fence(self, op: ProxyFence) -> str:
+        return f"ProxyFence fence.proxy.async{self.who(op)}"
+
+    def visit_proxy_thread(self, op: ProxyThread) -> str:
+        return f"host proxy thread {op.label} ({len(op.body)} ops, concurrent with the kernel)"
 
 
 _DESCRIPTION = _Description()
@@ -531,6 +541,58 @@ class KernelGenerator(OpVisitor):
 
     def visit_host_barrier(self, op: HostBarrier, node: EmitNode) -> None:
         raise EmitError(f"op #{node.id}: host action {op.label} inside a kernel")
+
+    def visit_proxy_fence(self, op: ProxyFence, node: EmitNode) -> None:
+        guard = "if (tid == 0) " if op.issuer is Issuer.LEADER else ""
+        self.out(f'{guard}asm volatile("{self.marker(node)}fence.proxy.async;" ::: "memory");')
+
+    @_scoped
+    def visit_bulk_load(self, op: BulkLoad, node: EmitNode) -> None:
+        """``cp.async.bulk`` of the source lines into shared memory, ``BULK_CHUNK_BYTES`` at a time: the leader
+        arms the mbarrier with the chunk's bytes and issues the copy, every thread waits for the phase
+        (``mbarrier.try_wait.parity``, acquire at cta scope) and copies its words into the register's scratch.
+        A block barrier before the first chunk frees the shared buffer, one after each chunk publishes the
+        register bytes to every thread (so the op needs no hand-off barrier of the plan)."""
+        o = self.out
+        lp = self.plan.layouts[op.src.buffer]
+        base = self.ref_base(op.src, node)
+        o(f"char* const o_into = reg_{self.reg(op.into)} + {_c(op.into_offset)};")
+        o(f"const long long o_bytes = o_lines * {lp.line_bytes}LL;")
+        o(f"__shared__ alignas(128) unsigned char s_bulk[{BULK_CHUNK_BYTES}];")
+        o("__shared__ alignas(8) unsigned long long s_bulk_bar;")
+        o("const unsigned int o_bar = (unsigned int)__cvta_generic_to_shared(&s_bulk_bar);")
+        o("const unsigned int o_smem = (unsigned int)__cvta_generic_to_shared(s_bulk);")
+        o("__syncthreads();")
+        o('if (tid == 0) asm volatile("// collsim-infra\\n\\tmbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(o_bar) : '
+          '"memory");')
+        o("__syncthreads();")
+        o("unsigned int o_phase = 0;")
+        o("#pragma unroll 1")
+        o.open(f"for (long long o_off = 0; o_off < o_bytes; o_off += {BULK_CHUNK_BYTES}) {{")
+        o(f"const unsigned int o_n = (unsigned int)(o_bytes - o_off < {BULK_CHUNK_BYTES} ? o_bytes - o_off : "
+          f"{BULK_CHUNK_BYTES});")
+        o.open("if (tid == 0) {")
+        o('asm volatile("// collsim-infra\\n\\tmbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(o_bar), '
+          '"r"(o_n) : "memory");')
+        o(f'asm volatile("{self.marker(node)}cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes '
+          f'[%0], [%1], %2, [%3];" :: "r"(o_smem), "l"({base} + o_off), "r"(o_n), "r"(o_bar) : "memory");')
+        o.close()
+        o("unsigned int o_done = 0;")
+        o('while (!o_done) asm volatile("// collsim-infra\\n\\t{\\n\\t.reg .pred o_p;\\n\\t'
+          'mbarrier.try_wait.parity.shared::cta.b64 o_p, [%1], %2;\\n\\tselp.u32 %0, 1, 0, o_p;\\n\\t}" : '
+          '"=r"(o_done) : "r"(o_bar), "r"(o_phase) : "memory");')
+        o("for (long long o_i = (long long)tid * 4; o_i < (long long)o_n; o_i += (long long)nthreads * 4)")
+        o("  collsim_st_u32(o_into + o_off + o_i, *reinterpret_cast<const unsigned int*>(s_bulk + o_i));")
+        o("o_phase ^= 1u;")
+        o("__syncthreads();")
+        o.close()
+        o('if (tid == 0) asm volatile("// collsim-infra\\n\\tmbarrier.inval.shared::cta.b64 [%0];" :: "r"(o_bar) : '
+          '"memory");')
+
+    def visit_proxy_thread(self, op: ProxyThread, node: EmitNode) -> None:
+        """Nothing in the kernel: the body runs on the host's proxy thread (collsim.emit.proxy prints it)."""
+        self.out(f"// IR #{node.id} {op.label}: host proxy thread ({len(node.body)} ops), concurrent with this "
+                 "kernel: see proxy_round() below")
 
     # -- ops -------------------------------------------------------------------
     @_scoped

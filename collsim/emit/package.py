@@ -22,6 +22,7 @@ from collsim.atomicfile import atomic_write_text
 from collsim.emit.cuda import describe_op, generate_kernel_source
 from collsim.emit.gate import VerificationStatus
 from collsim.emit.layouts import EmitError
+from collsim.emit.proxy import needs_host_side, patch_main, proxy_source
 from collsim.emit.plan import ProgramPlan, iter_nodes, plan_for
 from collsim.errors import InputError
 from collsim.ir.assumptions import get_assumption
@@ -147,6 +148,13 @@ def _kernel_file(program: EmittedProgram) -> str:
             f'#error "{proto.name}/{program.algorithm} uses vector red/atom (PTX ISA: sm_90 or newer); build with ARCH=sm_90"\n'
             "#endif\n\n"
         )
+    elif plan.uses_bulk_copies:
+        out.append(
+            "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900\n"
+            f'#error "{proto.name}/{program.algorithm} uses cp.async.bulk (PTX ISA 8.0: sm_90 or newer); '
+            'build with ARCH=sm_90"\n'
+            "#endif\n\n"
+        )
     elif plan.uses_multicast:
         out.append(
             "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900\n"
@@ -210,6 +218,7 @@ def _kernel_file(program: EmittedProgram) -> str:
     out.append("    default: return 0;\n  }\n}\n\n")
     kernels = [f"collsim_kernel_part{i}<T>" for i in range(len(plan.kernels))]
     out.append(_host_actions_source(plan))
+    out.append(proxy_source(plan))
     out.append(
         "// Every part is a cooperative launch: all blocks (ranks x channels) must be resident at once,\n"
         "// because blocks spin on each other; the runtime refuses a grid that cannot be.\n"
@@ -452,13 +461,17 @@ def build_program(protocol: Protocol, algorithm: str, status: VerificationStatus
     if arch not in SUPPORTED_ARCHS:
         raise InputError(f"unknown architecture {arch!r}", field="--arch", choices=SUPPORTED_ARCHS)
     if arch not in emitted.archs:
-        why = "vector red/atom" if plan.needs_vector_atomics else "multimem"
+        why = "vector red/atom" if plan.needs_vector_atomics else "multimem" if plan.uses_multicast else \
+            "cp.async.bulk"
         raise InputError(f"{protocol.name}/{algorithm} cannot target {arch}: it needs sm_{emitted.min_sm} or newer "
                          f"({why})", field="--arch", choices=emitted.archs)
     files = {"kernel.cu": _kernel_file(emitted)}
     for name in STATIC_FILES:
         comment = "//"
-        files[name] = _banner(emitted, comment) + _template(name)
+        text = _template(name)
+        if name == "main.cu" and needs_host_side(plan):
+            text = patch_main(text)  # host memory allocation and the proxy threads' start and stop
+        files[name] = _banner(emitted, comment) + text
     files["Makefile"] = _makefile(emitted).replace("ARCH ?= sm_90", f"ARCH ?= {arch}")
     files["README.md"] = _readme(emitted)
     files["emit.json"] = _summary(emitted)

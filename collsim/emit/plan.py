@@ -24,6 +24,7 @@ from collsim.algorithms import generate
 from collsim.emit.layouts import EmitError, LayoutPlan, lcm, plan_layout
 from collsim.ir.effects import effects
 from collsim.ir.ops import (Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
+                            BulkLoad, ProxyFence, ProxyThread,
                             MultimemLoadReduce, MultimemRed, MultimemStore, Op, PollUntil, Reduce, Reg, Store,
                             SyncGroup, WriteOutput, bind)
 from collsim.ir.program import Program
@@ -32,7 +33,11 @@ from collsim.ir.types import Issuer
 from collsim.ir.visit import OpVisitor
 from collsim.lru import LRUCache
 
-__all__ = ["EmitNode", "ProgramPlan", "plan_program", "plan_for", "register_sync_points", "iter_nodes"]
+#: bytes of shared memory one bulk async copy stages at a time (the emitted copy loops over chunks)
+BULK_CHUNK_BYTES = 4096
+
+__all__ = ["BULK_CHUNK_BYTES", "EmitNode", "ProgramPlan", "plan_program", "plan_for", "register_sync_points", "iter_nodes",
+           "device_nodes"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,14 @@ def iter_nodes(nodes: tuple[EmitNode, ...]) -> Iterator[EmitNode]:
         yield from iter_nodes(node.body)
 
 
+def device_nodes(nodes: tuple[EmitNode, ...]) -> Iterator[EmitNode]:
+    """The nodes the kernels run, depth first: :func:`iter_nodes` without the bodies of host proxy threads."""
+    for node in nodes:
+        yield node
+        if not isinstance(node.op, ProxyThread):
+            yield from device_nodes(node.body)
+
+
 @dataclass
 class ProgramPlan:
     """The emitter's view of one program."""
@@ -81,6 +94,8 @@ class ProgramPlan:
     needs_vector_atomics: bool = False
     #: the program has multimem ops: its harness binds buffers to multicast objects (sm_90, NVLink SHARP)
     uses_multicast: bool = False
+    #: the program has bulk async copies (cp.async.bulk, TMA: sm_90)
+    uses_bulk_copies: bool = False
     #: the host actions that come before the launch (memsets, host barriers), in program order
     host_actions: tuple[EmitNode, ...] = ()
 
@@ -93,7 +108,7 @@ class ProgramPlan:
     def min_sm(self) -> int:
         """The oldest architecture (compute capability × 10) the program compiles for: vector red/atom and
         multimem instructions need sm_90."""
-        return 90 if self.needs_vector_atomics or self.uses_multicast else 70
+        return 90 if self.needs_vector_atomics or self.uses_multicast or self.uses_bulk_copies else 70
 
     @property
     def sentinel_word(self) -> int | None:
@@ -179,6 +194,7 @@ def plan_program(program: Program) -> ProgramPlan:
         vec_bytes=vec_bytes,
         needs_vector_atomics=needs_vector,
         uses_multicast=multicast,
+        uses_bulk_copies=any(isinstance(node.op, BulkLoad) for node in iter_nodes(nodes)),
     )
     plan.sync_before = register_sync_points(plan)
     return plan
@@ -315,6 +331,15 @@ class _RegisterAccesses(OpVisitor):
 
     def visit_host_barrier(self, op: HostBarrier) -> list[Access]:
         return []
+
+    def visit_bulk_load(self, op: BulkLoad) -> list[Access]:
+        return []  # the emitted copy writes the register between two __syncthreads() of its own
+
+    def visit_proxy_fence(self, op: ProxyFence) -> list[Access]:
+        return []
+
+    def visit_proxy_thread(self, op: ProxyThread) -> list[Access]:
+        return []  # the proxy's registers are the host thread's, none of the kernel's
 
     def visit_loop(self, op: Loop) -> list[Access]:
         raise TypeError("register accesses are those of bound ops: _run walks a loop's body")

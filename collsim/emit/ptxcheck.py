@@ -29,10 +29,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from collsim.emit.cuda import MARKER
-from collsim.emit.plan import ProgramPlan, iter_nodes
+from collsim.emit.plan import ProgramPlan, device_nodes, iter_nodes
 from collsim.ir import multimem
 from collsim.ir.layout import LineLayout, WordRole
 from collsim.ir.ops import (Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
+                            BulkLoad, ProxyFence, ProxyThread,
                             MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, Reduce, Reg, Store, SyncGroup,
                             WriteOutput)
 from collsim.ir.types import Sem
@@ -45,7 +46,7 @@ _SCOPES = ("cta", "cluster", "gpu", "sys")
 _RANK = {"weak": 0, "relaxed": 1, "volatile": 1, "acquire": 2, "release": 2, "acq_rel": 3, "sc": 4}
 _SCOPE_RANK = {"cta": 0, "cluster": 1, "gpu": 2, "sys": 3}
 _SYNC_OPCODES = ("fence", "membar", "red", "atom", "multimem")
-_MEMORY_OPCODES = ("st", "ld", "fence", "red", "atom", "membar", "multimem")
+_MEMORY_OPCODES = ("st", "ld", "fence", "red", "atom", "membar", "multimem", "cp")
 #: collsim's element types, as the mangled template argument of a kernel names them and as collsim names them
 _DTYPE_NAMES = {"fp32": "float32", "bf16": "bfloat16", "int32": "int32"}
 
@@ -415,6 +416,16 @@ class _Demands(OpVisitor):
     def visit_host_barrier(self, op: HostBarrier, node_id: int) -> None:
         return None  # host code
 
+    def visit_bulk_load(self, op: BulkLoad, node_id: int) -> Expectation:
+        # cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes: one per chunk, in the chunk loop
+        return Expectation(node_id, op.label, ("cp",), "weak", "", "", ("",), 1, extra=("async", "bulk", "global"))
+
+    def visit_proxy_fence(self, op: ProxyFence, node_id: int) -> Expectation:
+        return Expectation(node_id, op.label, ("fence",), "weak", "", "", ("",), 1, extra=("proxy", "async"))
+
+    def visit_proxy_thread(self, op: ProxyThread, node_id: int) -> None:
+        return None  # host code
+
     def visit_loop(self, op: Loop, node_id: int) -> None:
         return None  # its body's ops are nodes of their own
 
@@ -423,7 +434,7 @@ def expected_instructions(plan: ProgramPlan, dtype: str) -> dict[int, Expectatio
     """What every synchronization-relevant IR op of ``plan`` demands, for element type ``dtype`` (fp32, bf16, int32)."""
     demands = _Demands(plan, dtype)
     out: dict[int, Expectation] = {}
-    for node in iter_nodes(plan.nodes):
+    for node in device_nodes(plan.nodes):  # a proxy thread's ops are host code, not the kernel's PTX
         want = demands.visit(node.op, node.id)
         if want is not None:
             out[node.id] = want

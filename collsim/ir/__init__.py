@@ -35,6 +35,9 @@ from collsim.ir.ops import (
     Op,
     PollUntil,
     Predicate,
+    ProxyThread,
+    ProxyFence,
+    BulkLoad,
     Reduce,
     Ref,
     Reg,
@@ -58,6 +61,7 @@ __all__ = [
     # operations
     "Op", "OP_TYPES", "Store", "Load", "PollUntil", "Fence", "Atomic", "Reduce", "WriteOutput", "SyncGroup",
     "KernelBoundary", "Loop", "MultimemLoadReduce", "MultimemStore", "MultimemRed", "HostMemset", "HostBarrier",
+    "ProxyThread", "BulkLoad", "ProxyFence",
     "Ref", "MulticastRef", "Input", "Reg", "Fill", "Predicate", "Equals", "AtLeast", "NotEqual",
     "DATA_WORD", "SENTINEL_WORD",
     # programs and protocols

@@ -15,7 +15,11 @@ from collsim.ir.expr import Expr, as_expr
 from collsim.ir.layout import LineLayout
 from collsim.ir.types import FillPattern
 
-__all__ = ["Buffer"]
+__all__ = ["Buffer", "LOCATIONS"]
+
+#: Where a buffer lives: ``device`` (the rank's GPU memory) or ``host`` (pinned host memory of the rank's
+#: host process, mapped into the GPU's address space: ``cudaHostAlloc`` with ``cudaHostAllocMapped``).
+LOCATIONS = ("device", "host")
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,10 @@ class Buffer:
         reaches every rank's copy at once (:class:`~collsim.ir.ops.MulticastRef`; NVLink SHARP,
         sm_90 on an NVSwitch that multicasts). The buffer's size is then rounded up to the multicast
         granularity by whoever allocates it.
+    location : str
+        ``"device"`` (default) or ``"host"``: pinned host memory mapped into the device (see
+        :data:`LOCATIONS`). The kernel reaches a host buffer over the host link (PCIe or C2C), the rank's
+        :class:`~collsim.ir.ops.ProxyThread` reaches only host buffers.
 
     Examples
     --------
@@ -59,12 +67,29 @@ class Buffer:
     init: FillPattern = FillPattern.ZERO
     role: str = "data"
     multicast: bool = False
+    location: str = "device"
+
+    def __repr__(self) -> str:
+        # a device buffer prints as it did before the field existed (cache keys, reports)
+        extra = "" if self.location == "device" else f", location={self.location!r}"
+        return (f"Buffer(name={self.name!r}, layout={self.layout!r}, depth={self.depth!r}, regions={self.regions!r}, "
+                f"lines={self.lines!r}, init={self.init!r}, role={self.role!r}, multicast={self.multicast!r}{extra})")
+
+    @property
+    def on_host(self) -> bool:
+        """Whether the buffer is in host memory (``location="host"``)."""
+        return self.location == "host"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "regions", as_expr(self.regions))
         object.__setattr__(self, "lines", as_expr(self.lines))
         if self.depth < 1:
             raise ValueError(f"buffer {self.name}: depth must be at least 1")
+        if self.location not in LOCATIONS:
+            raise ValueError(f"buffer {self.name}: location is {' or '.join(map(repr, LOCATIONS))}, not "
+                             f"{self.location!r}")
+        if self.multicast and self.on_host:
+            raise ValueError(f"buffer {self.name}: host memory cannot be bound to a multicast object")
         try:
             object.__setattr__(self, "init", FillPattern(self.init))
         except ValueError:

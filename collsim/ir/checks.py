@@ -24,13 +24,14 @@ from collsim.errors import ProtocolDefinitionError
 from collsim.ir.effects import Effects, effects
 from collsim.ir.layout import LineLayout, WordRole
 from collsim.ir.expr import Expr
-from collsim.ir.ops import HOST_ACTIONS, HOST_SYMBOLS, Fill, Loop, Op, Ref
+from collsim.ir.ops import (HOST_ACTIONS, HOST_SYMBOLS, PROXY_OPS, BulkLoad, Fence, Fill, Input, Loop, Op, PollUntil, ProxyThread,
+                            Ref)
 from collsim.ir.origin import shown_path
 from collsim.ir.program import Program
-from collsim.ir.types import FillPattern
+from collsim.ir.types import FillPattern, Scope, Sem
 
 __all__ = ["ProgramCheckError", "check_program", "check_protocol_program", "protocol_file", "touched_lines",
-           "written_roles", "TINY_INSTANCES"]
+           "written_roles", "host_scope_findings", "TINY_INSTANCES"]
 
 #: (NRANKS, ITER, MSG-in-lines) combinations the rules are checked on.
 TINY_INSTANCES = ((2, 0, 1), (3, 1, 2), (4, 2, 1))
@@ -90,6 +91,13 @@ def _check_host_actions(program: Program, where: str, source: str | None) -> Non
             if isinstance(op, Loop):
                 visit(op.body, loop or op)
                 continue
+            if isinstance(op, ProxyThread):
+                if loop is not None:
+                    raise ProgramCheckError(f"{where}: proxy thread {op.label} is inside loop {loop.label!r}: a "
+                                            f"rank has one proxy thread per launch (loop inside its body instead)",
+                                            op=op, file=source)
+                _check_proxy_body(op, op.body, where, source)
+                continue
             if not isinstance(op, HOST_ACTIONS):
                 device_op = device_op or op
                 continue
@@ -110,6 +118,82 @@ def _check_host_actions(program: Program, where: str, source: str | None) -> Non
                         f"device counter)", op=op, file=source)
 
     visit(program.ops, None)
+
+
+def _check_proxy_body(proxy: ProxyThread, ops: tuple[Op, ...], where: str, source: str | None) -> None:
+    """A proxy thread's body holds the host's loads, stores, polls and fences, each at ``sys`` scope."""
+    for op in ops:
+        if not isinstance(op, PROXY_OPS):
+            raise ProgramCheckError(
+                f"{where}: proxy thread {proxy.label} contains {type(op).__name__} {getattr(op, 'label', '')!r}: a "
+                f"proxy thread's body holds {', '.join(t.__name__ for t in PROXY_OPS)}", op=op, file=source)
+        if isinstance(op, Loop):
+            _check_proxy_body(proxy, op.body, where, source)
+            continue
+        if isinstance(getattr(op, "src", None), Input):
+            raise ProgramCheckError(
+                f"{where}: proxy thread {proxy.label}: {op.label} stores the kernel's input, which is in device "
+                f"memory the host thread cannot read: store a register the proxy loaded", op=op, file=source)
+        scope = op.sem.model_scope(op.scope) if hasattr(op, "sem") else op.scope
+        if scope is not Scope.SYS:
+            raise ProgramCheckError(
+                f"{where}: proxy thread {proxy.label}: {op.label} is at {scope.value} scope, but the proxy is a "
+                f"host thread in no CTA and no GPU: only sys scope includes it and the threads it synchronizes "
+                f"with (declare Scope.SYS)", op=op, file=source)
+
+
+def _with_proxy_bodies(flat_ops: Iterable[Any]) -> Iterable[tuple[Any, bool]]:
+    """(flat op, whether the proxy thread runs it): a proxy thread's body ops in place of the proxy thread."""
+    for flat in flat_ops:
+        if isinstance(flat.op, ProxyThread):
+            yield from ((inner, True) for inner in flat.body)
+        else:
+            yield flat, False
+
+
+def host_scope_findings(program: Program) -> list[tuple[Op, str]]:
+    """The kernel's synchronizing accesses to host memory at a scope that leaves the proxy thread out.
+
+    A release, acquire or poll of a buffer in host memory synchronizes with the rank's proxy thread only at
+    ``sys`` scope (PTX ISA, memory consistency model: morally strong operations share a scope that includes
+    both threads); at ``gpu`` or ``cta`` scope the host sees the flag but nothing it publishes. Returns
+    ``(op, what is wrong)`` for each (symbolic) op, in program order; the verifier reports them as notes next
+    to the verdict it finds.
+
+    >>> from collsim.ir.buffers import Buffer
+    >>> from collsim.ir.layout import counter_layout
+    >>> from collsim.ir.ops import Store
+    >>> head = Buffer("head", counter_layout(), depth=1, regions=1, lines=1, location="host")
+    >>> post = Store(Ref("head", 0), None, Sem.RELEASE, Scope.GPU, flag=1, label="post")
+    >>> [why for _, why in host_scope_findings(Program("p", "one-shot", (post,), (head,)))]
+    ['post: a release of host buffer head at gpu scope does not include the host proxy thread (use Scope.SYS)']
+    """
+    hosted = {buf.name for buf in program.buffers if buf.on_host}
+    found: list[tuple[Op, str]] = []
+    if not hosted:
+        return found
+
+    def visit(ops: tuple[Op, ...]) -> None:
+        for op in ops:
+            if isinstance(op, Loop):
+                visit(op.body)
+                continue
+            if isinstance(op, (ProxyThread, Fence)) or isinstance(op, HOST_ACTIONS):
+                continue
+            ref = effects(op).ref
+            sem = getattr(op, "sem", None)
+            if ref is None or ref.buffer not in hosted or sem is None:
+                continue
+            kind = "poll" if isinstance(op, PollUntil) else (sem.value if sem in (Sem.RELEASE, Sem.ACQUIRE,
+                                                                                     Sem.ACQ_REL) else None)
+            scope = sem.model_scope(op.scope)
+            if kind is not None and scope is not Scope.SYS:
+                found.append((op, f"{op.label}: a{'n' if kind[0] in 'aeiou' else ''} {kind} of host buffer "
+                                  f"{ref.buffer} at {scope.value} scope does not include the host proxy thread "
+                                  f"(use Scope.SYS)"))
+
+    visit(program.ops)
+    return found
 
 
 def _expressions(op: Op) -> Iterable[Expr]:
@@ -134,7 +218,8 @@ def check_program(program: Program, source: str | None = None) -> None:
         for rank in range(nranks):
             env = {"RANK": rank, "NRANKS": nranks, "ITER": iteration, "MSG": msg}
             filled: set[str] = set()
-            for flat in program.flatten(env):
+            proxy_filled: set[str] = set()  # the proxy thread's registers are its own
+            for flat, on_host in _with_proxy_bodies(program.flatten(env)):
                 op, touch = flat.op, effects(flat.op)
                 ref = touch.ref
                 if ref is not None:
@@ -143,6 +228,11 @@ def check_program(program: Program, source: str | None = None) -> None:
                             f"{where}: {flat.name} uses undeclared buffer {ref.buffer!r}",
                             op=op, file=source, field="buffers", choices=sorted(buffers),
                         )
+                    if on_host and not buffers[ref.buffer].on_host:
+                        raise ProgramCheckError(
+                            f"{where}: proxy thread op {flat.name} uses buffer {ref.buffer!r} in device memory: a "
+                            f"host thread reaches host memory only (declare Buffer(..., location='host'))",
+                            op=op, file=source, field="buffers")
                     if touch.multicast and not buffers[ref.buffer].multicast:
                         raise ProgramCheckError(
                             f"{where}: {flat.name} uses the multicast address of buffer {ref.buffer!r}, which is "
@@ -167,6 +257,11 @@ def check_program(program: Program, source: str | None = None) -> None:
                             f"{where}: {flat.name} memsets {ref.buffer!r} to the sentinel, but its layout "
                             f"{layout.name} has flag words: a memset writes one pattern into every word, so "
                             f"clear it to zero", op=op, file=source)
+                    if isinstance(op, BulkLoad) and (layout.flag_words or layout.line_bytes % 16):
+                        raise ProgramCheckError(
+                            f"{where}: {flat.name} bulk-copies {ref.buffer!r}, whose layout {layout.name} has flag "
+                            f"words or lines that are not a multiple of 16 bytes: cp.async.bulk moves whole 16-byte "
+                            f"units of data (copy a plain data layout)", op=op, file=source)
                     if touch.flag is not None and not layout.flag_words:
                         raise ProgramCheckError(
                             f"{where}: {flat.name} stores a flag into {ref.buffer!r}, whose layout "
@@ -180,13 +275,16 @@ def check_program(program: Program, source: str | None = None) -> None:
                                 f"counter buffer, or give the layout polled_words)", op=op, file=source)
                         polled_roles = frozenset(layout.words[i].role for i in layout.poll_words)
                         polled.extend((op, flat.name, key, polled_roles) for key in keys)
+                mine = proxy_filled if on_host else filled
                 for name in touch.registers_read:
-                    if name not in filled:
+                    if name not in mine:
+                        other = " (the proxy thread's registers are its own)" if name in (filled | proxy_filled) \
+                            else ""
                         raise ProgramCheckError(
-                            f"{where}: {flat.name} reads register {name!r} before anything fills it",
+                            f"{where}: {flat.name} reads register {name!r} before anything fills it{other}",
                             op=op, file=source)
                 if touch.fills:
-                    filled.add(touch.fills)
+                    mine.add(touch.fills)
         for op, name, key, roles in polled:
             buf = buffers[key[0]]
             if buf.init is FillPattern.SENTINEL:

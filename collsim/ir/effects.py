@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from collsim.ir.expr import Expr
 from collsim.ir.ops import (Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
                             MulticastRef, MultimemLoadReduce, MultimemRed, MultimemStore, Op, PollUntil, Predicate,
-                            Reduce, Ref, Reg, Source, Store, SyncGroup, WriteOutput)
+                            BulkLoad, ProxyFence, ProxyThread, Reduce, Ref, Reg, Source, Store, SyncGroup, WriteOutput)
 from collsim.ir.visit import OpVisitor
 
 __all__ = ["Effects", "effects"]
@@ -145,6 +145,15 @@ class _EffectsOf(OpVisitor):
 
     def visit_host_barrier(self, op: HostBarrier) -> Effects:
         return _HOST_BARRIER
+
+    def visit_bulk_load(self, op: BulkLoad) -> Effects:
+        return Effects(op.src, fills=op.into)
+
+    def visit_proxy_fence(self, op: ProxyFence) -> Effects:
+        return _NOTHING
+
+    def visit_proxy_thread(self, op: ProxyThread) -> Effects:
+        return _NOTHING  # the proxy's effects are its body's, on the host thread (collsim.ir.checks walks it)
 
 
 _EFFECTS = _EffectsOf()

@@ -61,8 +61,13 @@ __all__ = [
     "KernelBoundary",
     "HostMemset",
     "HostBarrier",
+    "ProxyThread",
+    "PROXY_OPS",
+    "BulkLoad",
+    "ProxyFence",
     "HOST_SYMBOLS",
     "HOST_ACTIONS",
+    "HOST_ORDERING",
     "Loop",
     "OP_TYPES",
     "bind",
@@ -629,6 +634,69 @@ class HostBarrier(Op):
 
 
 @dataclass(frozen=True)
+class BulkLoad(Op):
+    """``cp.async.bulk`` (TMA, sm_90): copy ``src``'s whole lines into register ``into`` through the *async proxy*.
+
+    The rank's leader thread issues the copy into shared memory, completing on an mbarrier every thread of the
+    rank then waits on (``mbarrier.try_wait``: acquire at cta scope), and the threads take the bytes from there.
+    The copy's reads are async-proxy accesses: they are ordered after the generic-proxy accesses the issuing
+    thread performed or observed before it only through a :class:`ProxyFence` between them (PTX ISA, memory
+    consistency model, proxies; ``fence.proxy.async``). An acquire of a peer's flag, then the copy of the data
+    the flag published, needs that fence. The source layout holds data words only (a bulk copy moves bytes).
+    """
+
+    into: str
+    src: Ref
+    into_offset: Expr = 0  # type: ignore[assignment]
+    label: str = "bulk_load"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.into_offset, int):
+            object.__setattr__(self, "into_offset", _e(self.into_offset))
+
+
+@dataclass(frozen=True)
+class ProxyFence(Op):
+    """``fence.proxy.async``: a bidirectional proxy fence between the generic and the async proxy, for every state
+    space. This thread's generic-proxy accesses before it (and what they observed) are ordered before its
+    async-proxy accesses after it (a :class:`BulkLoad` it issues), and the reverse."""
+
+    issuer: Issuer = Issuer.ALL
+    label: str = "fence_proxy_async"
+
+
+@dataclass(frozen=True)
+class ProxyThread(Op):
+    """The work of this rank's host *proxy thread* in one launch: ``body`` runs on a CPU thread of the rank's
+    host process, concurrently with the kernel (NCCL's proxy thread progressing network sends; MSCCL++ and
+    NCCL host-side flags in pinned, device-mapped memory).
+
+    The body is :class:`Store`, :class:`Load`, :class:`PollUntil`, :class:`Fence` and :class:`Loop` on
+    buffers in host memory (``Buffer(location="host")``: ``cudaHostAlloc`` with ``cudaHostAllocMapped``,
+    which the kernel reaches over PCIe or C2C). The proxy thread is no CTA and no GPU: the only scope that
+    includes it is ``sys``, so every access of the body is at ``Scope.SYS``, and the GPU's accesses that
+    synchronize with it must be too. The host's own accesses are ordered as x86-TSO or stronger orders them
+    (:data:`HOST_ORDERING`): every load an acquire, every store a release. A typical body is the consumer
+    side of a head/tail FIFO: poll the head the kernel posted (acquire), act on the request, post the
+    tail the kernel polls (release). ``ITER`` in the body is the round the proxy serves, which it counts
+    itself (one request per launch), so it advances under graph replay as the kernel's launch counter does.
+    """
+
+    body: tuple[Op, ...] = field(default_factory=tuple)
+    label: str = "proxy"
+
+    def children(self) -> tuple[Op, ...]:
+        return self.body
+
+
+#: The assumption under which the verifier models the proxy thread's own accesses (see :class:`ProxyThread`).
+HOST_ORDERING = ("host-tso: the host CPU orders its own accesses to host memory as x86-TSO or stronger: every "
+                 "load is an acquire and every store a release at sys scope, a store may pass a later load "
+                 "(the emitted proxy uses __atomic loads and stores with those orders, plain moves on x86; Intel "
+                 "SDM vol. 3A section 8.2.2, Owens, Sarkar and Sewell, x86-TSO, TPHOLs 2009)")
+
+
+@dataclass(frozen=True)
 class Loop(Op):
     """Run ``body`` for ``var`` = 0 .. ``count``-1."""
 
@@ -650,7 +718,10 @@ class Loop(Op):
 #: added here and then fails at import in every consumer that does not handle it yet.
 OP_TYPES: tuple[type[Op], ...] = (Store, Load, PollUntil, Fence, Atomic, Reduce, WriteOutput, SyncGroup,
                                   KernelBoundary, Loop, MultimemLoadReduce, MultimemStore, MultimemRed, HostMemset,
-                                  HostBarrier)
+                                  HostBarrier, ProxyThread, BulkLoad, ProxyFence)
+#: The operations a :class:`ProxyThread` body may contain (the host's loads, stores, polls and fences).
+PROXY_OPS: tuple[type[Op], ...] = (Store, Load, PollUntil, Fence, Loop)
+
 #: The operations the host performs between launches (see :class:`HostMemset`).
 HOST_ACTIONS: tuple[type[Op], ...] = (HostMemset, HostBarrier)
 
@@ -686,8 +757,8 @@ def bind(op: Op, env: Mapping[str, int]) -> Op:
     >>> bound.dst.rank, bound.dst.slot, bound.flag
     (1, 1, 4)
     """
-    if isinstance(op, Loop):
-        raise TypeError("bind() does not unroll loops; use collsim.ir.program.flatten")
+    if isinstance(op, (Loop, ProxyThread)):
+        raise TypeError("bind() does not unroll loops or proxy bodies; use collsim.ir.program.flatten")
     return _bind_fields(op, env)
 
 

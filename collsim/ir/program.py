@@ -11,7 +11,8 @@ from collsim.errors import ProtocolDefinitionError
 from collsim.ir.buffers import Buffer
 from collsim.ir.expr import Expr, Var, as_expr
 from collsim.ir.floats import WordEncoding
-from collsim.ir.ops import Loop, MultimemLoadReduce, MultimemRed, MultimemStore, NotEqual, Op, PollUntil, bind
+from collsim.ir.ops import (Loop, MultimemLoadReduce, MultimemRed, MultimemStore, NotEqual, Op, PollUntil, ProxyThread,
+                            bind)
 from collsim.ir.origin import caller_location, stack_depth
 
 __all__ = ["Program", "FlatOp", "ProgramBuilder", "flatten", "walk", "FABRIC_FEATURES"]
@@ -33,6 +34,8 @@ class FlatOp:
     index: int
     op: Op
     loops: tuple[tuple[str, int], ...] = ()
+    #: for a :class:`~collsim.ir.ops.ProxyThread`, its body unrolled and bound (``op.body`` holds the same ops)
+    body: tuple["FlatOp", ...] = ()
 
     @property
     def name(self) -> str:
@@ -118,6 +121,9 @@ class Program:
 def flatten(ops: tuple[Op, ...], env: Mapping[str, int]) -> list[FlatOp]:
     """Unroll ``ops`` under ``env``; each loop variable is added to the environment of its body.
 
+    A :class:`~collsim.ir.ops.ProxyThread` stays one flat op: its ``body`` becomes the bound, unrolled ops
+    of the proxy (and :attr:`FlatOp.body` their flat ops, numbered from 0 in the proxy's own order).
+
     >>> from collsim.ir.ops import Fence, Loop
     >>> from collsim.ir.types import FenceKind, Scope
     >>> from collsim.ir.expr import NRANKS
@@ -132,6 +138,9 @@ def flatten(ops: tuple[Op, ...], env: Mapping[str, int]) -> list[FlatOp]:
             if isinstance(op, Loop):
                 for value in range(op.count.evaluate(scope_env)):
                     visit(op.body, {**scope_env, op.var: value}, loops + ((op.var, value),))
+            elif isinstance(op, ProxyThread):
+                inner = flatten(op.body, scope_env)
+                out.append(FlatOp(len(out), replace(op, body=tuple(f.op for f in inner)), loops, tuple(inner)))
             else:
                 out.append(FlatOp(len(out), bind(op, scope_env), loops))
 
@@ -193,6 +202,20 @@ class ProgramBuilder:
         finally:
             body = tuple(self._stack.pop())
             self._stack[-1].append(replace(loop, body=body))
+
+    def proxy(self, label: str = "proxy") -> AbstractContextManager[None]:
+        """Collect the body of this rank's :class:`~collsim.ir.ops.ProxyThread` (a ``with`` block)."""
+        frame = inspect.currentframe()
+        return self._proxy(self._located(ProxyThread(label=label), frame.f_back if frame is not None else None))
+
+    @contextmanager
+    def _proxy(self, proxy: ProxyThread) -> Iterator[None]:
+        self._stack.append([])
+        try:
+            yield None
+        finally:
+            body = tuple(self._stack.pop())
+            self._stack[-1].append(replace(proxy, body=body))
 
     def register(self, name: str, nbytes: Expr | int) -> str:
         """Declare register ``name`` of ``nbytes`` bytes (the largest size wins)."""

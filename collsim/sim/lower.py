@@ -30,7 +30,8 @@ from collsim.ir.expr import BinOp, Const, Expr, LaunchArgument, Var
 from collsim.ir.layout import WordRole
 from collsim.ir.ops import (
     OP_TYPES, Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop, MulticastRef,
-    MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, Reduce, Reg, Store, SyncGroup, WriteOutput,
+    MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, ProxyThread, Reduce, Reg, Store, SyncGroup, WriteOutput,
+    BulkLoad, ProxyFence,
 )
 from collsim.ir.program import Program
 from collsim.ir.types import Issuer, Sem
@@ -38,7 +39,7 @@ from collsim.ir.visit import OpVisitor
 
 __all__ = ["SimKind", "SimOp", "Block", "SimProgram", "lower_for_sim", "STORE", "LOAD", "POLL", "FENCE", "ATOMIC",
            "REDUCE", "WRITE", "SYNC", "KERNEL_END", "MC_LOAD_REDUCE", "MC_STORE", "MC_RED", "HOST_MEMSET",
-           "HOST_BARRIER", "KIND_NAMES",
+           "HOST_BARRIER", "PROXY", "BULK_LOAD", "PROXY_FENCE", "KIND_NAMES",
            "EVERY_COPY", "BoundRank"]
 
 
@@ -59,11 +60,14 @@ class SimKind(IntEnum):
     MC_RED = OP_TYPES.index(MultimemRed)
     HOST_MEMSET = OP_TYPES.index(HostMemset)
     HOST_BARRIER = OP_TYPES.index(HostBarrier)
+    PROXY = OP_TYPES.index(ProxyThread)
+    BULK_LOAD = OP_TYPES.index(BulkLoad)
+    PROXY_FENCE = OP_TYPES.index(ProxyFence)
 
 
 # Plain ints for the hot path (a rank compares kinds millions of times).
 (STORE, LOAD, POLL, FENCE, ATOMIC, REDUCE, WRITE, SYNC, KERNEL_END, MC_LOAD_REDUCE, MC_STORE, MC_RED, HOST_MEMSET,
- HOST_BARRIER) = (int(k) for k in SimKind)
+ HOST_BARRIER, PROXY, BULK_LOAD, PROXY_FENCE) = (int(k) for k in SimKind)
 #: The owner rank in the ``ref`` of a multimem op: every rank's copy (:mod:`collsim.sim.fabric` costs them).
 EVERY_COPY = -1
 #: The IR class name of each kind, indexed by kind (a kind is its class's position in OP_TYPES).
@@ -84,7 +88,7 @@ class SimOp:
 
     __slots__ = ("kind", "op", "loops", "label", "ref", "key", "layout", "src", "srcs", "sem", "scope", "flag",
                  "leader", "into", "into_offset", "pred", "nbytes", "offset", "operand", "releasing",
-                 "acquiring", "line_bytes", "data_bytes", "polls_flags")
+                 "acquiring", "line_bytes", "data_bytes", "polls_flags", "body")
 
     @property
     def name(self) -> str:
@@ -149,8 +153,13 @@ def _source_tuple(source: Any) -> str:
     raise TypeError(f"unknown data source {source!r}")
 
 
-def _ref_tuple(ref: Any) -> str:
-    owner = str(EVERY_COPY) if isinstance(ref, MulticastRef) else _src(ref.rank)
+def _ref_tuple(ref: Any, on_host: bool = False) -> str:
+    if isinstance(ref, MulticastRef):
+        owner = str(EVERY_COPY)
+    elif on_host:  # host memory: the owner number of the rank's host (collsim.sim.host.host_owner)
+        owner = f"(-2 - {_src(ref.rank)})"
+    else:
+        owner = _src(ref.rank)
     return (f"({ref.buffer!r}, {owner}, {_src(ref.slot)}, {_src(ref.region)}, {_src(ref.line)}, "
             f"{_src(ref.lines)})")
 
@@ -181,7 +190,7 @@ class _Fields:
         self.fields: dict[str, str] = {"kind": str(int(kind)), "label": repr(label)}
         self.consts: dict[str, Any] = {"op": op}
         if ref is not None:
-            self.fields["ref"] = _ref_tuple(ref)
+            self.fields["ref"] = _ref_tuple(ref, program.buffer(ref.buffer).on_host)
             self.fields["key"] = "o.ref[:4]"
             layout = self.consts["layout"] = program.buffer(ref.buffer).layout
             self.consts["line_bytes"] = layout.line_bytes
@@ -288,6 +297,21 @@ class _Compiler(OpVisitor):
     def visit_host_barrier(self, op: HostBarrier) -> tuple:
         return self._item(op, _Fields(SimKind.HOST_BARRIER, op, self.program))
 
+    # the async proxy (cp.async.bulk, fence.proxy.async): collsim.sim.rank costs them
+
+    def visit_bulk_load(self, op: BulkLoad) -> tuple:
+        f = _Fields(SimKind.BULK_LOAD, op, self.program, op.src)
+        f.consts["acquiring"] = True  # every thread waits on the copy's mbarrier
+        return self._item(op, f, moves_data=True)
+
+    def visit_proxy_fence(self, op: ProxyFence) -> tuple:
+        return self._item(op, _Fields(SimKind.PROXY_FENCE, op, self.program))
+
+    def visit_proxy_thread(self, op: ProxyThread) -> tuple:
+        """The proxy's body, bound with the rank's symbols into the ``body`` of one item (collsim.sim.host runs it)."""
+        self.lowered.host_memory = True
+        return ("proxy", self._item(op, _Fields(SimKind.PROXY, op, self.program)), self.compile(op.body))
+
     def visit_loop(self, op: Loop) -> tuple | None:
         body = self.compile(op.body)
         if not body:
@@ -313,7 +337,7 @@ class _Compiler(OpVisitor):
 
     def _item(self, op: Any, f: _Fields, moves_data: bool = False) -> tuple:
         if moves_data and getattr(op, "issuer", Issuer.ALL) is Issuer.ALL:
-            if f.kind is SimKind.LOAD or f.kind is SimKind.MC_LOAD_REDUCE:
+            if f.kind in (SimKind.LOAD, SimKind.MC_LOAD_REDUCE, SimKind.BULK_LOAD):
                 self.lowered.loads_data = True
             else:
                 self.lowered.stores_data = True
@@ -371,6 +395,8 @@ class SimProgram:
         self.data_atomics = False
         #: whether the program has multimem ops (one op reaches every rank's memory through the switch)
         self.multicast = False
+        #: whether the program touches host memory or runs a host proxy thread (collsim.sim.host)
+        self.host_memory = any(buf.on_host for buf in program.buffers)
         self._tree = _Compiler(self).compile(program.ops)
         # per thread: (NRANKS/ITER key, {rank: (items, size-dependent updates)}), so threads never share items
         self._reuse: dict[int, tuple[tuple, dict[int, tuple[BoundRank, list[tuple]]]]] = {}
@@ -406,6 +432,11 @@ class SimProgram:
     def _bind(self, tree: list[Any], e: dict, loops: tuple, updates: list | None) -> list[Any]:
         out: list[Any] = []
         for item in tree:
+            if item[0] == "proxy":
+                bound = item[1][1](e, loops)
+                bound.body = self._bind(item[2], e, (), updates)
+                out.append(bound)
+                continue
             if item[0] == "op":
                 bound = item[1](e, loops)
                 if updates is not None and item[2] is not None:

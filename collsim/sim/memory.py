@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from collsim.ir.ops import DATA_WORD, SENTINEL_WORD, Predicate
 
-__all__ = ["DATA", "SENTINEL", "RMW_HOW", "Write", "Location", "Memory"]
+__all__ = ["DATA", "SENTINEL", "RMW_HOW", "Write", "Location", "Memory", "stored"]
 
 
 #: The polled word holds user data (not the sentinel): the IR's symbolic word, which
@@ -39,6 +39,19 @@ SENTINEL = SENTINEL_WORD
 #: How a read-modify-write (by its operator's name) lands on the word a poll reads: ``add``, ``max`` or
 #: ``set`` (exch, cas and min are taken as setting the word).
 RMW_HOW = {"add": "add", "max": "max", "exch": "set", "cas": "set", "min": "set"}
+
+
+def stored(op: Any) -> tuple[str | None, Any]:
+    """``(how, value)`` a bound store leaves in its lines' polled words (``how`` None: it leaves them alone): the
+    flag, when the layout's polled words are flags; else the fill pattern, or user data."""
+    src = op.src
+    if op.polls_flags:
+        return ("set", op.flag) if op.flag is not None else (None, None)
+    if src is None:
+        return "set", op.flag
+    if src[0] == "fill":
+        return "set", (SENTINEL if src[1] == "sentinel" else 0)
+    return "set", DATA
 
 
 class Write:

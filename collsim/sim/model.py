@@ -223,6 +223,8 @@ def _fold(request: SimRequest, costs: Costs, lowered: SimProgram, items: list[li
         return f"ranks start at different times (start_skew_us = {c.start_skew_us})"
     if c.transfer_pieces > 1 or costs.pcie.transfer_pieces > 1:
         return "transfers are issued in pieces (transfer_pieces > 1)"
+    if lowered.host_memory:
+        return "host memory and host proxy threads are simulated rank by rank"
     topo = request.topology
     table = _route_table(topo)
 

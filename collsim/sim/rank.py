@@ -70,6 +70,13 @@ HostMemset / HostBarrier (host actions, before the launch's first device op)
     rendezvous, then ``launch_overhead_us + kernel_start_us``: the launch
     is issued only after the hosts met, so it is not hidden behind the
     previous kernel.
+BulkLoad / ProxyFence (the async proxy)
+    A bulk copy (``cp.async.bulk``) is costed as a load of its lines that
+    the CTA waits for (its mbarrier); a proxy fence costs its issue.
+ProxyThread
+    Starts the rank's host proxy thread, a process of its own
+    (:mod:`collsim.sim.host`, which also costs the kernel's accesses to
+    host memory).
 Every op also costs ``op_overhead_us`` of instruction issue.
 """
 from __future__ import annotations
@@ -80,10 +87,10 @@ from typing import Any
 from collsim.ir.ops import OP_TYPES, AtLeast
 from collsim.ir.types import FenceKind, Scope
 from collsim.ir.visit import OpVisitor, method_name
-from collsim.sim import fabric
+from collsim.sim import fabric, host
 from collsim.sim.links import Transfer, place, reserve
 from collsim.sim.lower import ATOMIC, FENCE, KERNEL_END, LOAD, REDUCE, STORE, SYNC, Block, SimKind
-from collsim.sim.memory import DATA, RMW_HOW, SENTINEL, Write
+from collsim.sim.memory import DATA, RMW_HOW, SENTINEL, Write, stored
 from collsim.sim.trace import PathNode
 
 __all__ = ["Rank", "Thread"]
@@ -571,14 +578,7 @@ class Rank(OpVisitor):
             self._fence(th, op, op.scope, None, "release fence before the store")
         payload = src is not None and src[0] != "fill"
         th.t += self.c.op_overhead_us
-        if op.polls_flags:
-            how, value = ("set", op.flag) if op.flag is not None else (None, None)
-        elif src is None:
-            how, value = "set", op.flag
-        elif src[0] == "fill":
-            how, value = "set", (SENTINEL if src[1] == "sentinel" else 0)
-        else:
-            how, value = "set", DATA
+        how, value = stored(op)
         ref = op.ref
         lines = ref[5]
         land = None if how is None else (self.memory.location(op.key), ref[4], lines, how, value)
@@ -904,6 +904,20 @@ class Rank(OpVisitor):
         self._advance(th, th.t + c.host_barrier_us, "sync", op, "host barrier among the ranks")
         self._advance(th, th.t + c.launch_overhead_us + c.kernel_start_us, "launch", op,
                       "launch after the host barrier (not overlapped with the previous kernel)")
+
+    def visit_bulk_load(self, th: Thread, op: Any):
+        """A bulk async copy: the copy engine pulls the lines as the CTA's loads would (the same links and round
+        trip; its bytes in flight stand in for the CTA's), and the CTA waits on its mbarrier (an acquire)."""
+        return self.visit_load(th, op)
+
+    def visit_proxy_fence(self, th: Thread, op: Any) -> None:
+        """``fence.proxy.async`` orders proxies; no latency of it is published, so it costs its issue only."""
+        th.t += self.c.op_overhead_us
+
+    def visit_proxy_thread(self, th: Thread, op: Any) -> None:
+        """The rank's host proxy thread starts its round now, on a CPU core of its own (collsim.sim.host)."""
+        self.sim.events += 1
+        self.sim.env.process(host.run_proxy(self, th.t, th.node, op.body))
 
     def visit_write_output(self, th: Thread, op: Any) -> None:
         """Copy a register (or the input) to the output through HBM, as the register fills; like a reduce, the

@@ -25,6 +25,7 @@ from typing import Any, Callable, NamedTuple
 import simpy
 
 from collsim.errors import CollsimError, InputError
+from collsim.sim.host import host_link, is_host_owner
 from collsim.sim.costs import Costs
 from collsim.sim.links import Pipe, Transfer, WatchedPipe, place, reserve
 from collsim.sim.lower import ATOMIC, Block
@@ -132,6 +133,7 @@ class Simulation:
         self.transfers: list[Transfer] = []
         self._links: dict[tuple, Pipe] = {}
         self._routes: dict[tuple[int, int], RouteInfo] = {}
+        self._host_links: dict[int, Any] = {}  # rank -> its GPU's link to host memory (collsim.sim.host)
         self._route_table = _route_table(topology)
         self._route_costs = {flag: costs.for_route(flag) for flag in (True, False)}
         self.start_us = start_us
@@ -190,9 +192,17 @@ class Simulation:
         return self._atomic_fan_out.get(rank, 1)
 
     def route(self, src: int, dst: int) -> RouteInfo:
-        """The route ``src -> dst`` with this simulation's pipes for its links (cached)."""
+        """The route ``src -> dst`` with this simulation's pipes for its links (cached); either end may be a
+        rank's host memory (:func:`collsim.sim.host.host_owner`): the GPU's host link, at PCIe costs."""
         key = (src, dst)
         info = self._routes.get(key)
+        if info is None and (is_host_owner(src) or is_host_owner(dst)):
+            gpu = dst if is_host_owner(src) else src
+            link = self._host_links.get(gpu)
+            if link is None:
+                link = self._host_links[gpu] = host_link(self.topology, gpu)
+            pipe = link.down if is_host_owner(src) else link.up
+            info = self._routes[key] = RouteInfo((pipe,), link.latency, self._route_costs[False], False)
         if info is None:
             links, latency, nvlink_only = _route_facts(self.topology, self._route_table, src, dst)
             pipes = []

@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collsim.sim.links import FoldAbandoned
-from collsim.sim.lower import ATOMIC, EVERY_COPY, LOAD, MC_RED, MC_STORE, POLL, STORE, Block
+from collsim.sim.lower import ATOMIC, BULK_LOAD, EVERY_COPY, LOAD, MC_RED, MC_STORE, POLL, STORE, Block
 from collsim.sim.memo import PerTopology
 
 __all__ = ["Rotation", "Fold", "rotation_of", "rotation_or_reason", "fold_of", "fold_or_reason", "SimultaneousWrites",
@@ -358,7 +358,7 @@ def _watched(ops: list[Any], rotation: Rotation, route_facts: Any) -> frozenset:
             continue
         if op.kind in (STORE, ATOMIC):
             routes.add((0, op.ref[1]))
-        elif op.kind == LOAD:
+        elif op.kind in (LOAD, BULK_LOAD):
             routes.add((op.ref[1], 0))
     reached: dict = {}
     for src, dst in routes:

@@ -123,6 +123,9 @@ class VerifyInstance(Program):
                  word_encoding: WordEncoding | None = None) -> None:
         super().__init__(threads, placement, init, (), None, f"{protocol}/{algorithm}",
                          [f"rank{p.rank}.t{t}" for t, p in enumerate(placement)], groups)
+        #: thread -> what it is when it is no thread of the rank's CTA: ``proxy`` (the host proxy thread) or
+        #: ``bulk`` (the copy engine of a cp.async.bulk)
+        self.roles: dict[int, str] = {}
         self.protocol = protocol
         self.algorithm = algorithm
         self.bounds = bounds
@@ -147,6 +150,18 @@ class VerifyInstance(Program):
                 for e in range(self.elements):
                     env[("in", r, i, e)] = input_value(r, i, e, self.bounds, self.elements)
         return env
+
+    def local_thread(self, thread: int) -> int:
+        """The thread's index in its rank's CTA; -1 for the rank's host proxy thread, -2 for a bulk copy's engine."""
+        role = self.roles.get(thread)
+        if role is not None:
+            return -1 if role == "proxy" else -2
+        return thread % self.bounds.threads
+
+    def thread_text(self, thread: int) -> str:
+        """``thread 1``, ``proxy thread`` (the rank's host proxy) or ``bulk copy engine`` (as counterexamples say)."""
+        local = self.local_thread(thread)
+        return {-1: "proxy thread", -2: "bulk copy engine"}.get(local, f"thread {local}")
 
     def rank_of(self, thread: int) -> int:
         rank = self.placement[thread].rank

@@ -34,16 +34,29 @@ One test per line. Fields used (others are kept as metadata):
 
 A test that uses a construct the model does not cover (an access through a
 texture, surface or constant proxy alias, a proxy fence other than
-``fence.proxy.alias``, an asynchronous-proxy operation such as ``cp.async``,
-irreducible control flow) is reported ``unsupported`` with that construct by
+``fence.proxy.alias`` and ``fence.proxy.async``, an asynchronous-proxy
+operation other than ``cp.async.bulk``, irreducible control flow) is
+reported ``unsupported`` with that construct by
 :func:`load_jsonl` / :func:`evaluate`, and the other tests of the file still
 run; :func:`parse_test` raises :class:`~collsim.errors.UnsupportedError`.
 
 Qualifiers: ``sem`` ``weak | relaxed | acquire | release | acq_rel`` (and
 ``volatile`` = relaxed.sys, ``mmio`` = relaxed); strong operations without a
 scope get ``gpu`` (PTX's default for ``atom``/``red``). Fences: ``sc``,
-``acq_rel`` (``acquire``/``release``), and ``proxy.alias`` for
-``fence.proxy.alias``; other proxies are not modelled (UnsupportedError).
+``acq_rel`` (``acquire``/``release``), ``proxy.alias`` for
+``fence.proxy.alias`` and ``proxy.async`` for ``fence.proxy.async``; other
+proxies are not modelled (UnsupportedError).
+
+The async proxy: ``{"op": "cp.async.bulk", "reg": "r0", "loc": "x"}`` is a
+bulk async copy of ``x`` (into shared memory, completing on an mbarrier the
+thread waits on) whose result the thread then holds in ``r0``. The model
+(the protocol verifier's, :mod:`collsim.verify.lower`) gives the copy an
+engine thread of its own in the issuer's CTA: handed the copy with a
+relaxed mailbox store, it reads ``x`` (weak), then releases a completion the
+issuer acquires; a ``fence.proxy.async`` of the issuer is a release store
+the engines of its later copies acquire. Only through that fence are the
+issuer's earlier generic accesses (and what they observed) ordered before
+the copy's read (PTX ISA, memory consistency model, proxies).
 
 Execution convention (as Dartagnan's, which produced the suite): only
 executions in which every thread finishes count. Loops are unrolled
@@ -86,6 +99,7 @@ OPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "rmw": (("kind", "reg", "loc", "val"), ("sem", "scope", "cmp")),
     "red": (("kind", "loc", "val"), ("sem", "scope")),
     "fence": (("sem",), ("scope",)),
+    "cp.async.bulk": (("reg", "loc"), ()),
     "bar": (("instance",), ("mode", "scope", "id", "quorum")),
     "mov": (("reg", "val"), ()),
     "local": (("kind", "reg", "a", "b"), ()),
@@ -97,13 +111,13 @@ OPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 #: so a test that uses one is reported unsupported rather than rejected as malformed.
 PROXY_OPS: dict[str, str] = {
     "tex": "texture", "tld4": "texture", "txq": "texture", "suld": "surface", "sust": "surface",
-    "sured": "surface", "suq": "surface", "ldu": "constant", "cp.async": "async", "cp.async.bulk": "async",
+    "sured": "surface", "suq": "surface", "ldu": "constant", "cp.async": "async",
     "cp.async.bulk.tensor": "async", "cp.reduce.async.bulk": "async", "cp.reduce.async.bulk.tensor": "async",
     "st.async": "async", "red.async": "async", "cp.async.bulk.prefetch": "async", "wgmma.mma_async": "async",
     "tcgen05.cp": "async", "tensormap.replace": "tensormap",
 }
 MEM_SEMS = ("weak", "relaxed", "acquire", "release", "acq_rel", "sc", "volatile", "mmio")
-FENCE_SEMS = ("sc", "acq_rel", "acquire", "release", "proxy.alias", "alias", "proxy")
+FENCE_SEMS = ("sc", "acq_rel", "acquire", "release", "proxy.alias", "alias", "proxy", "proxy.async")
 SCOPES = ("cta", "gpu", "sys")
 RMW_KINDS = ("add", "sub", "mul", "div", "exch", "cas", "min", "max", "and", "or", "xor", "inc", "dec")
 LOCAL_KINDS = ("add", "sub", "mul", "div", "and", "or", "xor")
@@ -298,11 +312,13 @@ def parse_test(row: dict[str, Any], *, file: str = "<memory>", line: int = 0, bo
     ctrl: dict[str, set[str]] = {}
     ids: dict[str, int] = {}
     sort = z3.IntSort() if bits is None else z3.BitVecSort(bits)
+    engines: list[tuple[str, str]] = []  # (engine thread, issuing thread) of every bulk async copy
     for ti, ops in enumerate(threads):
         if not isinstance(ops, list):
             raise ctx.error("a thread must be a list of operations", f"threads[{ti}]")
         tname = thread_names[ti]
-        lowering = _ThreadLowering(ctx, ti, tname, ops, aliases, reg_init, sort, bits, bound, ids)
+        lowering = _ThreadLowering(ctx, ti, tname, ops, aliases, reg_init, sort, bits, bound, ids, engines,
+                                   len(thread_names))
         lowering.run()
         events += lowering.events
         assumptions += lowering.assumptions
@@ -312,6 +328,8 @@ def parse_test(row: dict[str, Any], *, file: str = "<memory>", line: int = 0, bo
             registers[(tname, r)] = v
     for (t, r), v in reg_init.items():
         registers.setdefault((t, r), _const(v, bits))
+    for engine, issuer in engines:  # a copy engine runs in its issuer's CTA
+        placement[engine] = Placement(cta=placement[issuer].cta, gpu=placement[issuer].gpu)
     locs_used = {e.loc for e in events if e.loc}
     for loc in locs_used:
         mem_init.setdefault(loc, 0)
@@ -448,8 +466,13 @@ class _ThreadLowering:
 
     def __init__(self, ctx: _Ctx, index: int, thread: str, ops: list[Any],
                  aliases: dict[str, tuple[str, str]], reg_init: dict[tuple[str, str], int],
-                 sort: z3.SortRef, bits: int | None, bound: int, ids: dict[str, int]) -> None:
+                 sort: z3.SortRef, bits: int | None, bound: int, ids: dict[str, int],
+                 engines: list[tuple[str, str]] | None = None, nthreads: int = 0) -> None:
         self.ctx, self.index, self.thread = ctx, index, thread
+        #: the copy engines of the test's bulk async copies, shared by its threads (they follow the test's threads)
+        self.engines = engines if engines is not None else []
+        self.nthreads = nthreads
+        self.proxy_fence: str | None = None  # the mailbox of this thread's last fence.proxy.async
         self.ids = ids  # event name -> provisional id, shared by every thread of the test
         self.new_ctrl: dict[str, set[str]] = {}
         self._ctrl_seen: set[str] = set()
@@ -552,6 +575,42 @@ class _ThreadLowering:
 
     def _read_var(self, eid: str) -> Any:
         return value_const(eid, self.sort)
+
+    def _bulk_copy(self, path: _Path, idx: int, op: dict[str, Any]) -> tuple[Any, frozenset[str]]:
+        """``cp.async.bulk`` on a copy engine of its own (see the module docstring); returns the register's value."""
+        loc, vloc = self._loc(op)
+        engine = len(self.engines)
+        name = f"{self.thread}.bulk{engine}"
+        self.engines.append((name, self.thread))
+        thread, one = self.nthreads + engine, _const(1, self.bits)
+        guard = None if z3.is_true(path.guard) else path.guard
+        stem = f"{self.thread}.i{idx}.{self.po}"
+        issued, done = f"__async_issue.{stem}", f"__async_done.{stem}"
+        steps: list[Event] = []
+
+        def engine_event(tag: str, kind: str, **kw: Any) -> Event:
+            e = Event(id=len(self.ids), kind=kind, thread=thread, instr=len(steps), name=f"{name}.{tag}",
+                      guard=guard, label=f"cp.async.bulk {op['reg']}, [{op['loc']}]", **kw)
+            self.ids[e.name] = e.id
+            steps.append(e)
+            self.events.append(e)
+            return e
+
+        def completes(e: Event) -> None:  # a wait that ends: only finishing executions count
+            self.assumptions.append(z3.Implies(path.guard, self._read_var(e.name) == one))
+
+        self._event(path, idx, "W", "bulk_issue", loc=issued, sem="relaxed", scope="cta", value=one,
+                    label=f"cp.async.bulk {op['reg']}, [{op['loc']}] (issue)")
+        completes(engine_event("handed", "R", loc=issued, sem="relaxed", scope="cta"))
+        if self.proxy_fence is not None:
+            completes(engine_event("fenced", "R", loc=self.proxy_fence, sem="acquire", scope="cta"))
+        copied = engine_event("read", "R", loc=loc, vloc=None if vloc == loc else vloc, sem="weak", scope=None)
+        engine_event("complete", "W", loc=done, sem="release", scope="cta", value=one)
+        wait = self._event(path, idx, "R", "mbarrier_wait", loc=done, sem="acquire", scope="cta",
+                           label="mbarrier.try_wait (cp.async.bulk complete)")
+        completes(wait)
+        # no data dependency across threads: the acquire of the completion orders the issuer's later accesses
+        return self._read_var(copied.name), frozenset()
 
     # control flow -------------------------------------------------------------
     def _merge(self, incoming: list[_Path]) -> _Path | None:
@@ -657,7 +716,12 @@ class _ThreadLowering:
                 taint[op["reg"]] = frozenset({e.name})
         elif kind == "fence":
             sem = op["sem"]
-            if sem in ("proxy.alias", "alias", "proxy"):
+            if sem == "proxy.async" or (sem == "proxy" and (op.get("proxy") or op.get("kind")) == "async"):
+                # fence.proxy.async: a release the engines of this thread's later bulk copies acquire
+                self.proxy_fence = f"__async_fence.{self.thread}.i{i}.{self.po}"
+                self._event(path, i, "W", "fence_proxy_async", loc=self.proxy_fence, sem="release", scope="cta",
+                            value=_const(1, self.bits), label="fence.proxy.async")
+            elif sem in ("proxy.alias", "alias", "proxy"):
                 proxy = op.get("proxy") or op.get("kind") or ("alias" if sem != "proxy" else None)
                 if proxy != "alias":
                     raise self.ctx.error(f"proxy fence for proxy {proxy!r}: only the generic proxy "
@@ -668,6 +732,8 @@ class _ThreadLowering:
             else:
                 self._event(path, i, "F", f"fence_{sem}_{op.get('scope') or _DEFAULT_SCOPE}",
                             sem=sem, scope=op.get("scope") or _DEFAULT_SCOPE, label=_label(op))
+        elif kind == "cp.async.bulk":
+            regs[op["reg"]], taint[op["reg"]] = self._bulk_copy(path, i, op)
         elif kind == "bar":
             bid, tb = (None, frozenset())
             if op.get("id") is not None:

@@ -19,6 +19,23 @@ What the expansion decides
   element events share a program-order index and are unordered among
   themselves. The lanes of a wide line (LL128: eight 16-byte stores) are
   modelled as one warp-wide access, so its elements are unordered too.
+* **Proxy threads.** A program with a ``ProxyThread`` gets one more thread
+  per rank, after the ranks' CTA threads: the host proxy, placed in no CTA
+  and on no GPU (so only ``sys`` scope includes it). Its body of every
+  launch follows the previous launch's in its program order (the proxy
+  serves one round per launch); under the host-ordering assumption
+  (:data:`~collsim.ir.ops.HOST_ORDERING`, x86-TSO or stronger) its loads are
+  acquires and its stores releases at ``sys`` scope.
+* **The async proxy.** A ``BulkLoad`` (``cp.async.bulk``) gets a thread of
+  its own in the rank's CTA, the copy engine: the leader hands it the copy
+  with a relaxed store to a mailbox it polls (relaxed), it reads the source
+  lines and releases a completion mailbox every thread of the rank acquires
+  (the mbarrier wait). A ``ProxyFence`` (``fence.proxy.async``) is a release
+  store to a fence mailbox that the copy engines of the thread's later bulk
+  copies acquire: only through it are the generic accesses before the fence
+  ordered before the async reads (PTX ISA, memory consistency model,
+  proxies). The mailboxes are the verifier's picture of that ordering, no
+  memory of the program.
 * **Launches.** ``KernelBoundary`` becomes ``fence.sc.sys`` in every thread
   followed by a barrier of the rank's threads (stream order). A protocol
   replayed from a CUDA graph (``graph_replay``) sees ``ARG_ITER`` = 0, the
@@ -43,16 +60,17 @@ import sys
 from typing import Any, Iterable, NamedTuple
 
 from collsim.algorithms import generate, transfer_bytes
-from collsim.ir.checks import check_protocol_program
+from collsim.ir.checks import check_protocol_program, host_scope_findings
 from collsim.ir.effects import effects
 from collsim.ir.origin import shown_path
 from collsim.errors import UnsupportedError
 from collsim.ir.assumptions import get_assumption
 from collsim.ir.buffers import Buffer
 from collsim.ir.layout import LineLayout, WordRole
-from collsim.ir.ops import (AtLeast, Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
-                            MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, Predicate, Reduce, Reg, Store,
-                            SyncGroup, WriteOutput)
+from collsim.ir.ops import (HOST_ORDERING, AtLeast, Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
+                            MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, Predicate, ProxyThread, Reduce, Reg,
+                            Store, SyncGroup, WriteOutput, BulkLoad, ProxyFence)
+from collsim.ir.program import walk
 from collsim.ir.protocol import Protocol
 from collsim.ir.types import FenceKind, FillPattern, Issuer, RmwOp, Scope, Sem
 from collsim.ir.visit import OpVisitor
@@ -187,6 +205,24 @@ def message_bytes(protocol: Protocol, algorithm: str, bounds: Bounds) -> int:
 
 #: the buffer name of the host mailboxes by which the verifier pictures a host barrier's ordering
 HOST_MAILBOX = "host-barrier"
+#: the buffer name of the mailboxes by which it pictures the async proxy's ordering (bulk copies, proxy fences)
+ASYNC_MAILBOX = "async-proxy"
+
+
+class _BULK_ACCESS_OP(NamedTuple):
+    """A bulk copy's reads as :meth:`_ElementLowering.read_line` sees them: weak, data words, into its register."""
+
+    op: Any
+    sem: Sem = Sem.WEAK
+    scope: Scope = Scope.CTA
+
+    @property
+    def into(self) -> str:
+        return self.op.into
+
+    @property
+    def into_offset(self) -> Any:
+        return self.op.into_offset
 
 
 class _MemsetAccess(NamedTuple):
@@ -238,8 +274,20 @@ class _ElementLowering(OpVisitor):
         self.events: list[VerifyEvent] = []
         self.T = bounds.threads
         nthreads = bounds.ranks * self.T
-        self.threads: list[list[VerifyInstr]] = [[] for _ in range(nthreads)]
         self.placement = [Placement(cta=t // self.T, gpu=t // self.T, rank=t // self.T) for t in range(nthreads)]
+        #: rank -> the thread of its host proxy (a program with a ProxyThread): in no CTA and on no GPU, so only
+        #: sys scope includes it
+        self.proxy_threads: dict[int, int] = {}
+        if any(isinstance(op, ProxyThread) for op in walk(self.program.ops)):
+            for rank in range(bounds.ranks):
+                self.proxy_threads[rank] = len(self.placement)
+                self.placement.append(Placement(cta=0, gpu=-1 - rank, rank=rank))
+        #: the copy engines of the bulk copies (cp.async.bulk), each a thread in its rank's CTA (added as met)
+        self.bulk_engines: set[int] = set()
+        self.proxy_fences: dict[int, tuple] = {}  # issuing thread -> the mailbox of its last fence.proxy.async
+        self.mailboxes = 0
+        self.threads: list[list[VerifyInstr]] = [[] for _ in self.placement]
+        self.on_proxy = False  # lowering a proxy thread's body
         self.init: dict[tuple, int] = {}
         self.outputs: dict[tuple, Lin | None] = {}
         self.expected: dict[tuple, Lin] = {}
@@ -250,6 +298,12 @@ class _ElementLowering(OpVisitor):
         self.host_barriers: dict[int, int] = {}  # rank -> host barriers lowered so far
         self.source = ""  # op_source of the operation being lowered
         self.signature: list[str] = []
+        self._flat: Any = None  # the flat op being lowered (a proxy thread's body is its FlatOp.body)
+        for op, why in host_scope_findings(self.program):
+            where = op_source(op)
+            self.notes.append(f"{where + ': ' if where else ''}{why}")
+        if self.proxy_threads:
+            self.notes.append("host ordering assumed for the proxy threads: " + HOST_ORDERING)
         for buf in self.program.buffers:
             words, note = kept_words(buf.layout, bounds.max_lanes)
             self.kept[buf.name] = words
@@ -265,6 +319,8 @@ class _ElementLowering(OpVisitor):
         return {"RANK": rank, "NRANKS": self.bounds.ranks, "ITER": iteration, "ARG_ITER": arg_iter, "MSG": self.msg}
 
     def thread_of(self, rank: int, t: int) -> int:
+        if self.on_proxy:
+            return self.proxy_threads[rank]  # the host proxy is one thread: every line in program order
         return rank * self.T + t
 
     def new_instr(self, thread: int, kind: InstrKind, label: str, iteration: int,
@@ -384,8 +440,11 @@ class _ElementLowering(OpVisitor):
         buf = self.buffers[ref.buffer]
         value = kw.get("value")
         deps = frozenset(value.reads()) if value is not None else frozenset()
+        sem, scope = op.sem.model_sem, op.sem.model_scope(op.scope).value
+        if self.on_proxy:  # x86-TSO or stronger (HOST_ORDERING): loads acquire, stores release
+            sem, scope = ("acquire" if kind is EventKind.READ else "release"), "sys"
         return self.add_event(
-            instr, kind=kind, loc=self.loc(ref, j, word, env), sem=op.sem.model_sem, scope=op.sem.model_scope(op.scope).value,
+            instr, kind=kind, loc=self.loc(ref, j, word, env), sem=sem, scope=scope,
             role=buf.layout.words[word].role.value, slot=ref.slot, region=ref.region, line=ref.line + j, word=word,
             deps=deps, **kw)
 
@@ -497,7 +556,7 @@ class _ElementLowering(OpVisitor):
         self.read(op, site, op.until)
 
     def visit_fence(self, op: Fence, site: _Site) -> None:
-        threads = range(self.T) if op.issuer is Issuer.ALL else (0,)
+        threads = range(self.T) if op.issuer is Issuer.ALL and not self.on_proxy else (0,)
         self.fences(threads, site, "sc" if op.kind is FenceKind.SC else "acq_rel", op.scope.value)
 
     def visit_atomic(self, op: Atomic, site: _Site) -> None:
@@ -609,10 +668,73 @@ class _ElementLowering(OpVisitor):
         self.launch_starts(site)
 
     def host_event(self, instr: VerifyInstr, kind: EventKind, loc: tuple, region: int, sem: str,
-                   **kw: Any) -> VerifyEvent:
+                   scope: str = "sys", **kw: Any) -> VerifyEvent:
         self.init.setdefault(loc, 0)
-        return self.add_event(instr, kind=kind, loc=loc, sem=sem, scope="sys", role=WordRole.FLAG.value, slot=0,
+        return self.add_event(instr, kind=kind, loc=loc, sem=sem, scope=scope, role=WordRole.FLAG.value, slot=0,
                               region=region, line=0, word=0, **kw)
+
+    # -- the async proxy: bulk copies and proxy fences ------------------------------
+    def mailbox(self, thread: int, kind: EventKind, site: _Site, sem: str, what: str, until: Predicate | None = None,
+                loc: tuple | None = None) -> tuple:
+        """One access of ``thread`` to a mailbox of the async-proxy picture (a new one unless ``loc`` names it)."""
+        if loc is None:
+            self.mailboxes += 1
+            loc = (ASYNC_MAILBOX, site.rank, self.mailboxes, 0)
+        instr = self.new_instr(thread, InstrKind.POLL if until is not None else InstrKind.STORE, site.name,
+                               site.iteration, until)
+        if kind is EventKind.WRITE:
+            ev = self.host_event(instr, kind, loc, site.rank, sem, "cta", value=Lin.const(1))
+        else:
+            ev = self.host_event(instr, kind, loc, site.rank, sem, "cta")
+        if until is not None:
+            ev.polled = True
+        return loc
+
+    def visit_proxy_fence(self, op: ProxyFence, site: _Site) -> None:
+        """A release store to a fence mailbox, which the copy engines of this thread's later bulk copies acquire."""
+        threads = range(self.T) if op.issuer is Issuer.ALL else (0,)
+        for t in threads:
+            thread = self.thread_of(site.rank, t)
+            self.proxy_fences[thread] = self.mailbox(thread, EventKind.WRITE, site, "release", "fence.proxy.async")
+
+    def visit_bulk_load(self, op: BulkLoad, site: _Site) -> None:
+        """The leader hands the copy to a copy engine of its own (relaxed), which acquires the leader's last proxy
+        fence, reads the lines and releases the completion every thread of the rank acquires."""
+        leader = self.thread_of(site.rank, 0)
+        engine = len(self.placement)
+        self.placement.append(Placement(cta=site.rank, gpu=site.rank, rank=site.rank))
+        self.threads.append([])
+        self.bulk_engines.add(engine)
+        issued = self.mailbox(leader, EventKind.WRITE, site, "relaxed", "cp.async.bulk")
+        at_least = AtLeast(1).bind({})
+        self.mailbox(engine, EventKind.READ, site, "relaxed", "cp.async.bulk", at_least, loc=issued)
+        fence = self.proxy_fences.get(leader)
+        if fence is not None:
+            self.mailbox(engine, EventKind.READ, site, "acquire", "fence.proxy.async", at_least, loc=fence)
+        values: dict[int, Lin] = {}
+        for j in range(op.src.lines):
+            instr = self.new_instr(engine, InstrKind.LOAD, site.name, site.iteration)
+            values.update(self.read_line(instr, _BULK_ACCESS_OP(op), op.src, j, site, False))
+        site.regs.setdefault(op.into, {}).update(values)
+        done = self.mailbox(engine, EventKind.WRITE, site, "release", "mbarrier complete_tx")
+        for t in range(self.T):
+            self.mailbox(self.thread_of(site.rank, t), EventKind.READ, site, "acquire", "mbarrier wait", at_least,
+                         loc=done)
+
+    # -- the host proxy thread (concurrent with the kernel) ------------------------
+    def visit_proxy_thread(self, op: ProxyThread, site: _Site) -> None:
+        """This launch's round of the rank's proxy thread: its body on the rank's proxy thread, after the previous
+        round's (the kernel's ops are not ordered with it except through memory)."""
+        if self.on_proxy:
+            raise UnsupportedError(f"{site.name}: a proxy thread inside a proxy thread ({op_source(op)})")
+        self.on_proxy = True
+        try:
+            for inner in self._flat.body:
+                self.source = op_source(inner.op) or self.source
+                self.signature.append(f"{site.rank}/{site.iteration}/proxy/{inner.name}:{inner.op!r}")
+                self.visit(inner.op, site._replace(name=inner.name))
+        finally:
+            self.on_proxy = False
 
     # -- driver --------------------------------------------------------------
     def run(self) -> VerifyInstance:
@@ -626,6 +748,7 @@ class _ElementLowering(OpVisitor):
                 for flat in self.program.flatten(env):
                     self.signature.append(f"{rank}/{iteration}/{flat.name}:{flat.op!r}")
                     self.source = op_source(flat.op)
+                    self._flat = flat
                     self.visit(flat.op, _Site(flat.name, rank, iteration, regs, env))
         for instr in (i for thread in self.threads for i in thread):
             if instr.kind == InstrKind.POLL:
@@ -642,6 +765,10 @@ class _ElementLowering(OpVisitor):
             for ev in instr.events:
                 if instr.kind == InstrKind.POLL:
                     ev.poll = instr.id
+        low.roles.update({t: "proxy" for t in self.proxy_threads.values()})
+        low.roles.update({t: "bulk" for t in self.bulk_engines})
+        for t, role in low.roles.items():  # one proxy thread per rank; bulk copy engines by thread index
+            low.thread_names[t] = f"rank{self.placement[t].rank}.{role}" + (str(t) if role == "bulk" else "")
         return low
 
     def expected_sum(self, iteration: int, element: int) -> None:

@@ -38,6 +38,11 @@ def reference_run(low: VerifyInstance, max_rounds: int = 100000) -> RefRun:
     rf: dict[int, int | None] = {}
     values: dict[int, int] = {}
     pcs = [0] * len(low.threads)
+    # the threads that take part in each barrier (a host proxy thread or a bulk copy's engine never does)
+    members_of: dict = {}
+    for thread in low.threads:
+        for key in {i.events[0].bar for i in thread if i.kind == InstrKind.BARRIER}:
+            members_of[key] = members_of.get(key, 0) + 1
     # barrier arrivals: (rank, k) -> set of threads waiting
     steps = 0
     rounds = 0
@@ -51,7 +56,7 @@ def reference_run(low: VerifyInstance, max_rounds: int = 100000) -> RefRun:
                 key = instr.events[0].bar
                 waiting = [u for u, th in enumerate(low.threads) if pcs[u] < len(th)
                            and th[pcs[u]].kind == InstrKind.BARRIER and th[pcs[u]].events[0].bar == key]
-                members = sum(1 for p in low.placement if p.rank == key[0])
+                members = members_of[key]
                 if len(waiting) == members:
                     for u in waiting:
                         pcs[u] += 1

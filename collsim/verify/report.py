@@ -41,7 +41,7 @@ class CounterexampleStep:
     source: str = ""  # where protocol code emitted the op (file:line); empty for the algorithm's own ops
 
     def render(self) -> str:
-        who = f"rank {self.rank} t{self.thread}"
+        who = f"rank {self.rank} " + {-1: "proxy", -2: "tma"}.get(self.thread, f"t{self.thread}")
         head = f"{'>>' if self.mark else '  '} {who:<10} it{self.iteration}  {self.op:<28} {self.action:<7} {self.target}"
         lines = [head.rstrip()]
         if self.source:
@@ -143,11 +143,17 @@ def _true(model: z3.ModelRef, term: Any) -> bool:
     return z3.is_true(model.eval(term, model_completion=True))
 
 
+def _tag(low: VerifyInstance, thread: int) -> str:
+    """``t1``, or ``proxy`` for a rank's host proxy thread."""
+    local = low.local_thread(thread)
+    return {-1: "proxy", -2: "tma"}.get(local, f"t{local}")
+
+
 def _writer_text(w: VerifyEvent | None, low: VerifyInstance) -> str:
     if w is None:
         return "the initial value"
     source = low.threads[w.thread][w.instr].source
-    return f"rank {w.rank} t{w.thread % low.bounds.threads} {w.label} (iteration {w.iteration}{_at(source)})"
+    return f"rank {w.rank} {_tag(low, w.thread)} {w.label} (iteration {w.iteration}{_at(source)})"
 
 
 def _at(source: str) -> str:
@@ -214,7 +220,7 @@ class _Builder:
             if stuck is not None and _true(self.m, stuck):
                 note = (note + "; " if note else "") + "stuck here forever"
         rank = low.rank_of(instr.thread)
-        return CounterexampleStep(rank=rank, thread=instr.thread % low.bounds.threads, iteration=instr.iteration, op=instr.label,
+        return CounterexampleStep(rank=rank, thread=low.local_thread(instr.thread), iteration=instr.iteration, op=instr.label,
                     action=kinds.get(instr.kind, instr.kind), target=target, values=values, note=note, mark=mark,
                     source=instr.source)
 
@@ -286,7 +292,7 @@ def _where(e: VerifyEvent) -> str:
 
 
 def _who(e: VerifyEvent, low: VerifyInstance) -> str:
-    return f"rank {e.rank} thread {e.thread % low.bounds.threads} ({e.label}, iteration {e.iteration})"
+    return f"rank {e.rank} {low.thread_text(e.thread)} ({e.label}, iteration {e.iteration})"
 
 
 def build_counterexample(query, ex, model: z3.ModelRef, ref: RefRun | None,
@@ -373,7 +379,7 @@ def build_counterexample(query, ex, model: z3.ModelRef, ref: RefRun | None,
             if why:
                 texts[-1] += f": {why}"
         want = instr.predicate.describe()
-        reason = (f"rank {low.rank_of(instr.thread)} thread {instr.thread % low.bounds.threads} waits at "
+        reason = (f"rank {low.rank_of(instr.thread)} {low.thread_text(instr.thread)} waits at "
                   f"{instr.label} (iteration {instr.iteration}{_at(instr.source)}) for {want} but "
                   f"{'; '.join(texts)}; no thread that is still running will write it again")
         return Counterexample(prop, reason, b.timeline(keys, marks), facts)
@@ -446,11 +452,11 @@ def _where_stopped(b: _Builder, thread: int) -> str:
         for iid, lit in b.ex.stuck.items():
             stuck = low.instrs[iid]
             if stuck.thread == thread and _true(b.m, lit):
-                return (f"rank {low.rank_of(thread)} thread {thread % low.bounds.threads} is itself stuck at "
+                return (f"rank {low.rank_of(thread)} {low.thread_text(thread)} is itself stuck at "
                         f"{stuck.label} (iteration {stuck.iteration}{_at(stuck.source)})")
     for instr in low.threads[thread]:
         if instr.events and not b.executed(instr.events[0]):
-            return (f"rank {low.rank_of(thread)} thread {thread % low.bounds.threads} never gets past "
+            return (f"rank {low.rank_of(thread)} {low.thread_text(thread)} never gets past "
                     f"{instr.label} (iteration {instr.iteration}{_at(instr.source)})")
     return ""
 
