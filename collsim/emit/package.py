@@ -104,12 +104,27 @@ def _check_host_expr(expr: Expr, what: str) -> str:
     return f"(long long)({expr.to_c()})"
 
 
+#: What the harness fills a buffer declared ``init="arbitrary"`` with before the first launch: the garbage a
+#: previous user of the memory plausibly left, chosen so that a protocol that counts on cleared memory fails its
+#: self-check: every flag word 1 (the first epoch or count of a flag protocol: a poll for it passes at once)
+#: and every data word a pattern no checked result holds.
+GARBAGE_FLAG_WORD = 0x00000001
+GARBAGE_DATA_WORD = 0xA5A5A5A5
+
+
 def _init_line(buf, sentinel: int | None) -> list[int]:
     """One line of ``buf`` as initialised, in 32-bit words: the sentinel in every data word when the buffer
-    starts as the sentinel (zero in flag words, as the verifier models it), else zero."""
+    starts as the sentinel (zero in flag words, as the verifier models it), garbage (:data:`GARBAGE_FLAG_WORD`,
+    :data:`GARBAGE_DATA_WORD`) when it starts as arbitrary contents, else zero."""
     words: list[int] = []
     for word in buf.layout.words:
         fill = 0
+        if buf.init == "arbitrary":
+            if word.role is WordRole.DATA:
+                words += [GARBAGE_DATA_WORD] * (word.nbytes // 4)
+            else:  # the low 32 bits of the flag hold 1 (little-endian), the rest 0
+                words += [GARBAGE_FLAG_WORD] + [0] * (word.nbytes // 4 - 1)
+            continue
         if buf.init == "sentinel" and word.role is WordRole.DATA:
             if sentinel is None:
                 raise EmitError(f"buffer {buf.name} starts as the sentinel, but the program names no sentinel value "

@@ -111,8 +111,8 @@ class VerifyInstance(Program):
     hardware assumptions its atomic groups state), ``outputs`` (``(rank,
     iteration, element) -> Lin``, ``None`` where not modelled),
     ``expected_outputs``, ``word_bytes``, ``elements`` (input elements per rank
-    per launch), ``sentinel``, ``forbidden_word``, ``notes`` and
-    ``flat_signature`` (the bound program's text, for cache keys).
+    per launch), ``arbitrary_init`` (locations that start as any bit pattern), ``sentinel``,
+    ``forbidden_word``, ``notes`` and ``flat_signature`` (the bound program's text, for cache keys).
     """
 
     def __init__(self, *, protocol: str, algorithm: str, bounds: Bounds, msg: int, assumptions: tuple[str, ...],
@@ -120,7 +120,7 @@ class VerifyInstance(Program):
                  outputs: dict[tuple, Lin | None], expected_outputs: dict[tuple, Lin], word_bytes: int, elements: int,
                  sentinel: int | None, forbidden_word: int | None, notes: list[str] | None = None,
                  flat_signature: str = "", groups: list[AtomicGroup] | None = None,
-                 word_encoding: WordEncoding | None = None) -> None:
+                 word_encoding: WordEncoding | None = None, arbitrary_init: Mapping[Hashable, int] | None = None) -> None:
         super().__init__(threads, placement, init, (), None, f"{protocol}/{algorithm}",
                          [f"rank{p.rank}.t{t}" for t, p in enumerate(placement)], groups)
         self.protocol = protocol
@@ -139,6 +139,9 @@ class VerifyInstance(Program):
         self.word_encoding = word_encoding
         self.notes = list(notes or [])
         self.flat_signature = flat_signature
+        #: locations whose initial value is any bit pattern of that many bits (``Buffer(init="arbitrary")``);
+        #: their :attr:`init` is the 0 the reference run reads
+        self.arbitrary_init: dict[Hashable, int] = dict(arbitrary_init or {})
 
     def input_env(self) -> dict[tuple, int]:
         env = {}

@@ -241,6 +241,7 @@ class _ElementLowering(OpVisitor):
         self.threads: list[list[VerifyInstr]] = [[] for _ in range(nthreads)]
         self.placement = [Placement(cta=t // self.T, gpu=t // self.T, rank=t // self.T) for t in range(nthreads)]
         self.init: dict[tuple, int] = {}
+        self.arbitrary: dict[tuple, int] = {}  # location -> bits of a word that starts as any pattern
         self.outputs: dict[tuple, Lin | None] = {}
         self.expected: dict[tuple, Lin] = {}
         self.notes: list[str] = []
@@ -299,6 +300,9 @@ class _ElementLowering(OpVisitor):
         loc = (ref.buffer, ref.rank, flat, word)
         if loc not in self.init:
             layout = buf.layout
+            if buf.init is FillPattern.ARBITRARY:
+                # allocation reuse: any bit pattern of the word's width (the reference run reads 0)
+                self.arbitrary[loc] = 8 * layout.words[word].nbytes
             if buf.init is FillPattern.SENTINEL and layout.words[word].role is WordRole.DATA:
                 if self.sentinel is None:
                     raise UnsupportedError(f"buffer {buf.name} starts as the sentinel, but the protocol names none")
@@ -627,6 +631,9 @@ class _ElementLowering(OpVisitor):
                     self.signature.append(f"{rank}/{iteration}/{flat.name}:{flat.op!r}")
                     self.source = op_source(flat.op)
                     self.visit(flat.op, _Site(flat.name, rank, iteration, regs, env))
+        for buf in self.program.buffers:
+            if buf.init is FillPattern.ARBITRARY:  # what the words start as is part of the instance
+                self.signature.append(f"buffer {buf.name}: init {buf.init.value}")
         for instr in (i for thread in self.threads for i in thread):
             if instr.kind == InstrKind.POLL:
                 for ev in instr.events:
@@ -637,6 +644,7 @@ class _ElementLowering(OpVisitor):
             outputs=self.outputs, expected_outputs=self.expected, word_bytes=self.word_bytes, elements=self.elements,
             sentinel=self.sentinel, forbidden_word=self.program.forbidden_word, notes=self.notes,
             flat_signature="\n".join(self.signature), groups=self.groups, word_encoding=self.program.word_encoding,
+            arbitrary_init=self.arbitrary,
         )
         for instr in low.instrs:
             for ev in instr.events:

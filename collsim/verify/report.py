@@ -466,6 +466,12 @@ def _stale_cause(b: _Builder, r: VerifyEvent, w: VerifyEvent | None, intended: V
         if intended_instr is not None and intended_instr in srcs and not r.polled:
             return ("the flag and the data element of one store instruction are separate element accesses in "
                     "unspecified order (PTX ISA 8.2.4) and no declared assumption makes them one atomic unit")
+        arbitrary = getattr(low, "arbitrary_init", {})
+        if polled and all(s is None and e.loc in arbitrary for e, s in flag_sources):
+            vals = sorted({_num(m, ex.rval(e)) for e, _ in flag_sources})
+            return (f"the polled word held {', '.join(map(str, vals))} before anything was written to it: the "
+                    f"buffer starts as whatever its memory held (init=\"arbitrary\", never cleared), and that "
+                    f"pattern passes the poll")
         if polled and all(ref_older(b, e, s) for e, s in flag_sources):
             vals = sorted({_num(m, ex.rval(e)) for e, _ in flag_sources})
             return (f"the polled word already held {', '.join(map(str, vals))} from an older write: the flag value "
