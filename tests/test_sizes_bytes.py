@@ -51,3 +51,50 @@ def test_the_harness_fills_uncleared_buffers_with_garbage_a_flag_poll_accepts():
     assert '"lines", "ll-16B", "arbitrary"' in kernel
     cleared = prepare("ll", "one-shot", unverified=True).files["kernel.cu"]
     assert "kInit0[] = {0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u}" in cleared
+
+
+# -- per-launch message sizes --------------------------------------------------------------------------------
+SIZED = str(EXAMPLES / "ll_sized.py")
+TOGGLE = str(EXAMPLES / "ll_sized_toggle.py")
+
+
+def test_bounds_take_one_size_per_launch_within_the_allocation():
+    from collsim.verify.instance import Bounds
+
+    assert Bounds(ranks=2, iterations=2, lines=2, sizes=(1, 2)).describe().endswith("launches of 1/2 line(s) per chunk")
+    with pytest.raises(ValueError, match="each of the 2 launches"):
+        Bounds(ranks=2, iterations=2, lines=2, sizes=(1, 3))
+    assert repr(Bounds(lines=2, sizes=(2, 1))) == repr(Bounds(lines=2))  # fixed-size cache keys unchanged
+
+
+def test_each_launch_moves_its_own_lines_of_buffers_sized_for_the_largest():
+    from collsim.verify.instance import Bounds
+
+    low = lower_instance(load_protocol(SIZED), "one-shot", Bounds(ranks=2, iterations=2, lines=2, sizes=(1, 2)))
+    lines_written = {it: {ev.line for ev in low.events if ev.is_write and ev.loc[0] == "lines" and ev.iteration == it}
+                     for it in (0, 1)}
+    assert lines_written == {0: {0}, 1: {0, 1}}
+    assert {key[2] for key in low.expected_outputs if key[1] == 0} == {0, 1}       # 1 line = 2 elements
+    assert {key[2] for key in low.expected_outputs if key[1] == 1} == {0, 1, 2, 3}  # 2 lines = 4 elements
+
+
+def test_a_toggle_flag_right_at_one_size_is_a_stale_read_when_the_size_changes():
+    fixed = verify(TOGGLE, ranks=2, sizes=(2, 2), dependencies=False, use_cache=False)
+    assert fixed.ok, fixed.render()
+    every = verify(TOGGLE, ranks=2, properties=["stale-read"], dependencies=False, use_cache=False)
+    stale = every.properties["stale-read"]
+    assert every.caught and stale.note == "at launches of 1/2 line(s) per chunk"
+    assert any("each of 3 sequences" in note for note in every.bound.notes)
+
+
+def test_full_epochs_hold_for_every_sequence_of_sizes():
+    result = verify(SIZED, ranks=2, dependencies=False, use_cache=False)
+    assert result.ok, result.render()
+    assert any("each of 3 sequences" in note for note in result.bound.notes)
+
+
+def test_a_fixed_size_protocol_refuses_changing_sizes():
+    from collsim.errors import InputError
+
+    with pytest.raises(InputError, match="varying_sizes"):
+        verify("ll", ranks=2, sizes=(1, 2), dependencies=False, use_cache=False)

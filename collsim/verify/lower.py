@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from typing import Any, Iterable, NamedTuple
 
 from collsim.algorithms import generate, transfer_bytes
@@ -231,7 +232,11 @@ class _ElementLowering(OpVisitor):
         # properties hold vacuously: it is refused as bad input, as collsim review refuses it
         check_protocol_program(self.program, protocol)
         self.buffers = {b.name: b for b in self.program.buffers}
-        self.msg = message_bytes(protocol, algorithm, bounds)
+        self.msg = message_bytes(protocol, algorithm, bounds)  # the largest launch's: what buffers are sized for
+        #: each launch's message bytes and input elements (they differ with ``Bounds.sizes``)
+        self.launch_msg = [self.msg if bounds.sizes is None else
+                           message_bytes(protocol, algorithm, replace(bounds, lines=bounds.launch_lines(i), sizes=None))
+                           for i in range(bounds.iterations)]
         self.word_bytes = protocol.data_layout.data_word_bytes
         self.elements = self.msg // self.word_bytes
         self.sentinel = self.program.sentinel_word
@@ -263,7 +268,8 @@ class _ElementLowering(OpVisitor):
     def env(self, rank: int, iteration: int) -> dict[str, int]:
         # graph replay: every launch reuses the kernel arguments of the capture launch (launch 0)
         arg_iter = 0 if self.protocol.graph_replay else iteration
-        return {"RANK": rank, "NRANKS": self.bounds.ranks, "ITER": iteration, "ARG_ITER": arg_iter, "MSG": self.msg}
+        return {"RANK": rank, "NRANKS": self.bounds.ranks, "ITER": iteration, "ARG_ITER": arg_iter,
+                "MSG": self.launch_msg[iteration]}
 
     def thread_of(self, rank: int, t: int) -> int:
         return rank * self.T + t
@@ -296,7 +302,8 @@ class _ElementLowering(OpVisitor):
 
     def loc(self, ref, j: int, word: int, env) -> tuple:
         buf = self.buffers[ref.buffer]
-        flat = buf.line_index(ref.slot, ref.region, ref.line + j, env)
+        # a buffer is allocated once, for the largest message, whatever this launch's size
+        flat = buf.line_index(ref.slot, ref.region, ref.line + j, {**env, "MSG": self.msg})
         loc = (ref.buffer, ref.rank, flat, word)
         if loc not in self.init:
             layout = buf.layout
@@ -324,7 +331,7 @@ class _ElementLowering(OpVisitor):
     def source_value(self, src, regs, rank: int, iteration: int, byte: int) -> Lin | None:
         if isinstance(src, Input):
             element = (src.offset + byte) // self.word_bytes
-            if not 0 <= element < self.elements:
+            if not 0 <= element < self.launch_msg[iteration] // self.word_bytes:
                 return Lin.const(0)  # padding beyond the message
             return Lin.atom(("in", rank, iteration, element))
         if isinstance(src, Fill):
@@ -367,7 +374,7 @@ class _ElementLowering(OpVisitor):
 
     def output(self, rank: int, iteration: int, byte: int, value: Lin | None) -> None:
         element = byte // self.word_bytes
-        if 0 <= element < self.elements:
+        if 0 <= element < self.launch_msg[iteration] // self.word_bytes:
             self.outputs[(rank, iteration, element)] = value
 
     def barrier(self, rank: int, name: str, iteration: int) -> None:
@@ -621,7 +628,7 @@ class _ElementLowering(OpVisitor):
     # -- driver --------------------------------------------------------------
     def run(self) -> VerifyInstance:
         for iteration in range(self.bounds.iterations):
-            for e in range(self.elements):
+            for e in range(self.launch_msg[iteration] // self.word_bytes):
                 self.expected_sum(iteration, e)
         for rank in range(self.bounds.ranks):
             regs: dict[str, dict[int, Lin]] = {}
