@@ -98,3 +98,50 @@ def test_a_fixed_size_protocol_refuses_changing_sizes():
 
     with pytest.raises(InputError, match="varying_sizes"):
         verify("ll", ranks=2, sizes=(1, 2), dependencies=False, use_cache=False)
+
+
+def test_the_simulator_times_each_launch_at_its_own_size():
+    from collsim.errors import InputError
+    from collsim.models import SimRequest, resolve_protocol
+    from collsim.sim.model import run_des, run_launches
+    from collsim.topology import load_topology
+
+    topo = load_topology("hgx-h100")
+    request = SimRequest(topology=topo, ranks=4, algorithm="one-shot", protocol=resolve_protocol(SIZED),
+                         size_bytes=64)
+    sizes = [65536, 1024, 16384]
+    runs = run_launches(request, sizes)
+    alone = [run_des(SimRequest(topology=topo, ranks=4, algorithm="one-shot", protocol=resolve_protocol(SIZED),
+                                size_bytes=size)).latency_us for size in sizes]
+    assert [run.latency_us for run in runs] == alone
+    assert runs[1].latency_us < runs[2].latency_us < runs[0].latency_us
+    fixed = SimRequest(topology=topo, ranks=4, algorithm="one-shot", protocol=resolve_protocol("ll"), size_bytes=64)
+    with pytest.raises(InputError, match="varying_sizes"):
+        run_launches(fixed, [1024, 2048])
+
+
+def test_the_harness_of_a_varying_size_program_interleaves_sizes_without_clearing():
+    sized = prepare(SIZED, "one-shot", unverified=True).files["main.cu"]
+    assert "void mixed_size_rounds(Harness& h)" in sized and "  mixed_size_rounds(h);\n" in sized
+    assert "reset_state(h, h.cap);" in sized
+    fixed = prepare("ll", "one-shot", unverified=True).files["main.cu"]
+    assert "mixed_size_rounds" not in fixed  # a fixed-size program's harness is the template as it is
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [TOGGLE, "mutant-ll-uncleared"])
+def test_emitted_programs_compile_with_warnings_as_errors(name, tmp_path):
+    import subprocess
+
+    from collsim.emit.package import write_program
+    from collsim.emit.toolchain import WERROR, find_nvcc
+
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found (PATH, $NVCC or $CUDA_HOME)")
+    write_program(prepare(name, "one-shot", unverified=True), tmp_path)
+    for source in ("kernel.cu", "main.cu"):
+        cmd = [nvcc, "-O3", "-std=c++17", *WERROR, "-gencode", "arch=compute_90,code=sm_90", "-c", source,
+               "-o", source + ".o"]
+        proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
