@@ -145,3 +145,29 @@ def test_emitted_programs_compile_with_warnings_as_errors(name, tmp_path):
                "-o", source + ".o"]
         proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# -- byte-wide and mixed-size accesses -----------------------------------------------------------------------
+HALF = str(EXAMPLES / "ll_half_flag.py")
+
+
+def test_a_narrow_word_is_declared_simulated_and_refused_where_not_modelled():
+    from collsim.emit.layouts import EmitError
+    from collsim.errors import UnsupportedError
+    from collsim.ir import Word, WordRole
+    from collsim.models import SimRequest, resolve_protocol
+    from collsim.sim.model import run_des
+    from collsim.topology import load_topology
+
+    assert Word(WordRole.FLAG, 1).narrow and not Word(WordRole.FLAG, 4).narrow
+    with pytest.raises(ValueError, match="1 or 2 for a narrow word"):
+        Word(WordRole.DATA, 3)
+    proto = resolve_protocol(HALF)
+    assert proto.data_layout.narrow_words == tuple(range(8)) and proto.payload_efficiency == 0.875
+    run = run_des(SimRequest(topology=load_topology("hgx-h100"), ranks=4, algorithm="one-shot", protocol=proto,
+                             size_bytes=65536))
+    assert run.latency_us > 0
+    with pytest.raises(UnsupportedError, match=r"store_lines\[k=0\] at protocols/ll.py:\d+ accesses the 2-byte word"):
+        verify(HALF, ranks=2, dependencies=False, use_cache=False)
+    with pytest.raises(EmitError, match=r"store_lines at protocols/ll.py:\d+ accesses buffer lines"):
+        prepare(HALF, "one-shot", unverified=True)

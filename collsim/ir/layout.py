@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-__all__ = ["WordRole", "Word", "LineLayout", "plain_layout", "counter_layout"]
+__all__ = ["WordRole", "Word", "LineLayout", "plain_layout", "counter_layout", "NARROW_WORD_BYTES"]
 
 
 class WordRole(str, Enum):
@@ -21,16 +21,28 @@ class WordRole(str, Enum):
     FLAG = "flag"
 
 
+#: Widths of a *narrow* word: a byte-wide or half-word element (a 1-byte flag in the last byte of a 32-bit
+#: word, a bf16 element beside a 16-bit flag). The simulator costs them like any bytes; the verifier and the
+#: emitter refuse them for now (byte-wide and mixed-size accesses, docs/WRITING_PROTOCOLS.md section 20).
+NARROW_WORD_BYTES = (1, 2)
+
+
 @dataclass(frozen=True)
 class Word:
-    """One scalar word of a line: its role and width in bytes (4 or 8)."""
+    """One scalar word of a line: its role and width in bytes (4 or 8; 1 or 2 for a narrow word, see
+    :data:`NARROW_WORD_BYTES`)."""
 
     role: WordRole
     nbytes: int
 
     def __post_init__(self) -> None:
-        if self.nbytes not in (4, 8):
-            raise ValueError(f"a word is 4 or 8 bytes, not {self.nbytes}")
+        if self.nbytes not in (4, 8) + NARROW_WORD_BYTES:
+            raise ValueError(f"a word is 4 or 8 bytes (1 or 2 for a narrow word), not {self.nbytes}")
+
+    @property
+    def narrow(self) -> bool:
+        """Narrower than 32 bits: a byte-wide or half-word access."""
+        return self.nbytes in NARROW_WORD_BYTES
 
 
 @dataclass(frozen=True)
@@ -79,6 +91,11 @@ class LineLayout:
         for index in self.polled_words or ():
             if not 0 <= index < len(self.words):
                 raise ValueError(f"polled word {index} is outside layout {self.name}")
+
+    @property
+    def narrow_words(self) -> tuple[int, ...]:
+        """Indices of the words narrower than 32 bits (:attr:`Word.narrow`)."""
+        return tuple(i for i, word in enumerate(self.words) if word.narrow)
 
     @property
     def line_bytes(self) -> int:

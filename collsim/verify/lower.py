@@ -393,6 +393,12 @@ class _ElementLowering(OpVisitor):
 
     def mem_event(self, instr: VerifyInstr, kind: EventKind, op, ref, j: int, word: int, env, **kw) -> VerifyEvent:
         buf = self.buffers[ref.buffer]
+        if buf.layout.words[word].narrow:
+            raise UnsupportedError(
+                f"{instr.label}{' at ' + self.source if self.source else ''} accesses the "
+                f"{buf.layout.words[word].nbytes}-byte word {word} of buffer {buf.name} (layout {buf.layout.name}): "
+                "byte-wide and mixed-size accesses are not modelled by the verifier (docs/WRITING_PROTOCOLS.md, "
+                "section 20)")
         value = kw.get("value")
         deps = frozenset(value.reads()) if value is not None else frozenset()
         return self.add_event(
