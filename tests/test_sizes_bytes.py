@@ -93,6 +93,23 @@ def test_full_epochs_hold_for_every_sequence_of_sizes():
     assert any("each of 3 sequences" in note for note in result.bound.notes)
 
 
+def test_cli_verify_takes_the_sizes_of_each_launch(capsys):
+    from collsim.cli import main
+
+    with pytest.raises(SystemExit) as err:
+        main(["verify", TOGGLE, "--ranks", "2", "--sizes", "1,2", "--no-dependencies", "--no-cache"])
+    assert err.value.code == 1
+    out = capsys.readouterr().out
+    assert "message size per launch: 1/2 line(s) per chunk" in out and "stale read           VIOLATED" in out
+    for argv, message in ((["verify", TOGGLE, "--sizes", "1,x"], "--sizes: expected comma-separated"),
+                          (["verify", TOGGLE, "--sizes", "0,1"], "--sizes: every launch moves at least 1"),
+                          (["verify", "--all", "--sizes", "1,2"], "--sizes: applies to one protocol"),
+                          (["verify", "ll", "--ranks", "2", "--sizes", "1,2"], "--sizes: protocol 'll' runs every")):
+        with pytest.raises(SystemExit) as err:
+            main(argv)
+        assert err.value.code == 2 and message in capsys.readouterr().err, argv
+
+
 def test_a_fixed_size_protocol_refuses_changing_sizes():
     from collsim.errors import InputError
 
