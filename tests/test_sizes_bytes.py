@@ -110,6 +110,18 @@ def test_cli_verify_takes_the_sizes_of_each_launch(capsys):
         assert err.value.code == 2 and message in capsys.readouterr().err, argv
 
 
+def test_the_cache_answers_for_every_sequence_or_not_at_all(monkeypatch, tmp_path):
+    from collsim.verify import verdict_for
+
+    monkeypatch.setenv("COLLSIM_CACHE_DIR", str(tmp_path / "cache"))
+    assert verdict_for(SIZED, ranks=2, dependencies=False, solve=False) is None
+    verify(SIZED, ranks=2, sizes=(2, 2), dependencies=False)
+    assert verdict_for(SIZED, ranks=2, dependencies=False, solve=False) is None  # (2, 1) and (1, 2) not solved yet
+    solved = verify(SIZED, ranks=2, dependencies=False)
+    cached = verdict_for(SIZED, ranks=2, dependencies=False, solve=False)
+    assert cached is not None and cached.cached and cached.ok and cached.bound.notes == solved.bound.notes
+
+
 def test_a_fixed_size_protocol_refuses_changing_sizes():
     from collsim.errors import InputError
 

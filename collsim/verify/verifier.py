@@ -737,16 +737,12 @@ def verify(
     start = time.perf_counter()
     common = dict(ranks=ranks, iterations=iterations, model=model, assume=assume, flag_bits=flag_bits, lines=lines,
                   threads=threads, max_lanes=max_lanes, dependencies=dependencies, properties=properties)
-    if sizes is None:
-        proto = _resolve(protocol, flag_bits)
-        if proto.varying_sizes:
-            algorithm = algorithm or proto.algorithms[0]
-            if algorithm in proto.algorithms:
-                bounds, _ = _bounds_for(proto, algorithm, ranks, iterations, lines, threads, max_lanes)
-                sequences = size_sequences(bounds.lines, bounds.iterations)
-                runs = [verify(protocol, algorithm, timeout=timeout, use_cache=use_cache, progress=progress,
-                               sizes=seq, **common) for seq in sequences]
-                return _merged_sizes(runs, sequences, bounds, time.perf_counter() - start)
+    enumerated = _size_enumeration(protocol, algorithm, sizes, common)
+    if enumerated is not None:
+        bounds, sequences = enumerated
+        runs = [verify(protocol, algorithm, timeout=timeout, use_cache=use_cache, progress=progress, sizes=seq,
+                       **common) for seq in sequences]
+        return _merged_sizes(runs, sequences, bounds, time.perf_counter() - start)
     plan = _plan(protocol, algorithm, sizes=sizes, **common)
     proto, algorithm, bounds, low, active, domain, props, expected, key = (
         plan.proto, plan.algorithm, plan.bounds, plan.low, plan.active, plan.domain, plan.props, plan.expected,
@@ -770,6 +766,21 @@ def verify(
     if use_cache:
         _cache.store(key, result.to_json())
     return result
+
+
+def _size_enumeration(protocol: str | Protocol, algorithm: str | None, sizes: Any,
+                      options: dict[str, Any]) -> tuple[Bounds, list[tuple[int, ...]]] | None:
+    """For a protocol with ``varying_sizes`` checked without ``sizes``: its bound and the sequences to check
+    (:func:`size_sequences`); ``None`` for any other call (bad arguments are left to :func:`_plan`)."""
+    if sizes is not None:
+        return None
+    proto = _resolve(protocol, options.get("flag_bits"))
+    algorithm = algorithm or proto.algorithms[0]
+    if not proto.varying_sizes or algorithm not in proto.algorithms:
+        return None
+    bounds, _ = _bounds_for(proto, algorithm, *(options.get(k) for k in ("ranks", "iterations", "lines", "threads",
+                                                                         "max_lanes")))
+    return bounds, size_sequences(bounds.lines, bounds.iterations)
 
 
 def _first_failing(results: list[PropertyResult], sequences: list[tuple[int, ...]]) -> PropertyResult:
@@ -849,6 +860,14 @@ def verdict_for(protocol: str | Protocol, algorithm: str | None = None, model: s
     arguments are :func:`verify`'s.
     """
     if not solve:
+        enumerated = _size_enumeration(protocol, algorithm, kwargs.get("sizes"), kwargs)
+        if enumerated is not None:
+            bounds, sequences = enumerated
+            runs = [verdict_for(protocol, algorithm, model, solve=False, **{**kwargs, "sizes": seq})
+                    for seq in sequences]
+            if any(run is None for run in runs):
+                return None
+            return _merged_sizes(runs, sequences, bounds, sum(run.seconds for run in runs))  # type: ignore[union-attr]
         plan = _plan(protocol, algorithm, model=model,
                      **{k: v for k, v in kwargs.items() if k not in ("timeout", "use_cache")})
         data = _cache.load(plan.key)
