@@ -198,8 +198,9 @@ def _refuse_narrow_words(program: Program, nodes: list) -> None:
             layout = narrow[touch.ref.buffer]
             origin = getattr(node.op, "origin", None)
             where = f" at {shown_path(origin.file)}:{origin.line}" if origin is not None else ""
-            raise EmitError(f"{getattr(node.op, 'label', type(node.op).__name__)}{where} accesses buffer {touch.ref.buffer}, whose layout {layout.name} has words narrower than "
-                            "32 bits: byte-wide and mixed-size accesses have no CUDA translation yet")
+            label = getattr(node.op, "label", type(node.op).__name__)
+            raise EmitError(f"{label}{where} accesses buffer {touch.ref.buffer}, whose layout {layout.name} has words "
+                            "narrower than 32 bits: byte-wide and mixed-size accesses have no CUDA translation yet")
     name, layout = next(iter(narrow.items()))
     raise EmitError(f"buffer {name}'s layout {layout.name} has words narrower than 32 bits: byte-wide and mixed-size "
                     "accesses have no CUDA translation yet")

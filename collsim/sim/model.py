@@ -26,8 +26,8 @@ from collsim.sim.simulation import Outcome, Simulation, _route_facts, _route_tab
 from collsim.sim.symmetry import Fold, Rotation, fold_or_reason, rotation_or_reason
 from collsim.sim.trace import PathStep, breakdown_of, critical_path
 
-__all__ = ["DesRun", "run_des", "run_launches", "des_model", "program_for", "generation_of", "symmetry_of", "harness_us",
-           "forget_kernels"]
+__all__ = ["DesRun", "run_des", "run_launches", "des_model", "program_for", "generation_of", "symmetry_of",
+           "harness_us", "forget_kernels"]
 
 #: The launch index simulated: the first use of every slot, which costs what a steady-state launch does
 #: (see collsim.sim.memory).

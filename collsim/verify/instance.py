@@ -138,7 +138,8 @@ class VerifyInstance(Program):
                  outputs: dict[tuple, Lin | None], expected_outputs: dict[tuple, Lin], word_bytes: int, elements: int,
                  sentinel: int | None, forbidden_word: int | None, notes: list[str] | None = None,
                  flat_signature: str = "", groups: list[AtomicGroup] | None = None,
-                 word_encoding: WordEncoding | None = None, arbitrary_init: Mapping[Hashable, int] | None = None) -> None:
+                 word_encoding: WordEncoding | None = None,
+                 arbitrary_init: Mapping[Hashable, int] | None = None) -> None:
         super().__init__(threads, placement, init, (), None, f"{protocol}/{algorithm}",
                          [f"rank{p.rank}.t{t}" for t, p in enumerate(placement)], groups)
         self.protocol = protocol
