@@ -178,25 +178,46 @@ def test_emitted_programs_compile_with_warnings_as_errors(name, tmp_path):
 
 # -- byte-wide and mixed-size accesses -----------------------------------------------------------------------
 HALF = str(EXAMPLES / "ll_half_flag.py")
+WORD_READ = str(EXAMPLES / "ll_half_flag_word_read.py")
 
 
-def test_a_narrow_word_is_declared_simulated_and_refused_where_not_modelled():
-    from collsim.emit.layouts import EmitError
-    from collsim.errors import UnsupportedError
-    from collsim.ir import Word, WordRole
-    from collsim.models import SimRequest, resolve_protocol
-    from collsim.sim.model import run_des
-    from collsim.topology import load_topology
+def test_narrow_words_and_wider_loads_are_declared_in_the_layout():
+    from collsim.ir import LineLayout, Word, WordRole
 
     assert Word(WordRole.FLAG, 1).narrow and not Word(WordRole.FLAG, 4).narrow
     with pytest.raises(ValueError, match="1 or 2 for a narrow word"):
         Word(WordRole.DATA, 3)
-    proto = resolve_protocol(HALF)
-    assert proto.data_layout.narrow_words == tuple(range(8)) and proto.payload_efficiency == 0.875
-    run = run_des(SimRequest(topology=load_topology("hgx-h100"), ranks=4, algorithm="one-shot", protocol=proto,
-                             size_bytes=65536))
-    assert run.latency_us > 0
-    with pytest.raises(UnsupportedError, match=r"store_lines\[k=0\] at protocols/ll.py:\d+ accesses the 2-byte word"):
-        verify(HALF, ranks=2, dependencies=False, use_cache=False)
+    words = (Word(WordRole.DATA, 2),) * 7 + (Word(WordRole.FLAG, 2),)
+    line = LineLayout("l", words, 16, load_bytes=4)
+    assert [line.load_element(i) for i in (0, 1, 6, 7)] == [(0, 4), (0, 4), (12, 4), (12, 4)]
+    assert repr(line) == repr(LineLayout("l", words, 16))  # the program text (and the simulator's key) as before
+    with pytest.raises(ValueError, match="cover whole words"):
+        LineLayout("l", (Word(WordRole.DATA, 8),) * 2, 16, load_bytes=4)
+
+
+def test_same_size_accesses_to_narrow_words_hold_and_a_wider_load_races():
+    same = verify(HALF, ranks=2, dependencies=False, use_cache=False)
+    assert same.ok, same.render()
+    mixed = verify(WORD_READ, ranks=2, properties=["data-race"], dependencies=False, use_cache=False)
+    assert mixed.caught
+    reason = mixed.properties["data-race"].counterexample.reason
+    assert "a 2-byte and a 4-byte access to the same bytes (mixed-size accesses)" in reason
+
+
+def test_narrow_words_are_simulated_and_refused_by_the_emitter():
+    from collsim.emit.layouts import EmitError
+    from collsim.models import SimRequest, resolve_protocol
+    from collsim.sim.model import run_des
+    from collsim.topology import load_topology
+
+    topo = load_topology("hgx-h100")
+    half, ll = resolve_protocol(HALF), resolve_protocol("ll")
+    assert half.data_layout.narrow_words == tuple(range(8)) and half.payload_efficiency == 0.875
+
+    def latency(proto):
+        return run_des(SimRequest(topology=topo, ranks=4, algorithm="one-shot", protocol=proto,
+                                  size_bytes=65536)).latency_us
+
+    assert latency(half) < latency(ll)  # 87.5 % payload against LL's 50 %: fewer bytes on the wire
     with pytest.raises(EmitError, match=r"store_lines at protocols/ll.py:\d+ accesses buffer lines"):
         prepare(HALF, "one-shot", unverified=True)

@@ -393,16 +393,18 @@ class _ElementLowering(OpVisitor):
 
     def mem_event(self, instr: VerifyInstr, kind: EventKind, op, ref, j: int, word: int, env, **kw) -> VerifyEvent:
         buf = self.buffers[ref.buffer]
-        if buf.layout.words[word].narrow:
-            raise UnsupportedError(
-                f"{instr.label}{' at ' + self.source if self.source else ''} accesses the "
-                f"{buf.layout.words[word].nbytes}-byte word {word} of buffer {buf.name} (layout {buf.layout.name}): "
-                "byte-wide and mixed-size accesses are not modelled by the verifier (docs/WRITING_PROTOCOLS.md, "
-                "section 20)")
+        layout = buf.layout
+        loc = self.loc(ref, j, word, env)
+        if layout.narrow_words or layout.load_bytes is not None:
+            # accesses of different sizes meet here: each event names its element access (a load element of
+            # load_bytes, else the word), and only events of the same element are morally strong
+            offset, nbytes = (layout.load_element(word) if kind is EventKind.READ
+                              else (layout.word_offset(word), layout.words[word].nbytes))
+            kw["span"] = (loc[:3], offset, nbytes)
         value = kw.get("value")
         deps = frozenset(value.reads()) if value is not None else frozenset()
         return self.add_event(
-            instr, kind=kind, loc=self.loc(ref, j, word, env), sem=op.sem.model_sem, scope=op.sem.model_scope(op.scope).value,
+            instr, kind=kind, loc=loc, sem=op.sem.model_sem, scope=op.sem.model_scope(op.scope).value,
             role=buf.layout.words[word].role.value, slot=ref.slot, region=ref.region, line=ref.line + j, word=word,
             deps=deps, **kw)
 
@@ -647,6 +649,9 @@ class _ElementLowering(OpVisitor):
         for buf in self.program.buffers:
             if buf.init is FillPattern.ARBITRARY:  # what the words start as is part of the instance
                 self.signature.append(f"buffer {buf.name}: init {buf.init.value}")
+            if buf.layout.narrow_words or buf.layout.load_bytes is not None:  # ... and the access sizes
+                self.signature.append(f"buffer {buf.name}: words {[w.nbytes for w in buf.layout.words]}, "
+                                      f"loads of {buf.layout.load_bytes or 'one word'}")
         for instr in (i for thread in self.threads for i in thread):
             if instr.kind == InstrKind.POLL:
                 for ev in instr.events:

@@ -342,8 +342,13 @@ def build_counterexample(query, ex, model: z3.ModelRef, ref: RefRun | None,
         a: VerifyEvent = detail["a"]
         c: VerifyEvent = detail["b"]
         weak = [x for x in (a, c) if not x.strong]
-        strength = (f"{', '.join(_who(x, low) for x in weak)} {'is' if len(weak) == 1 else 'are'} weak"
-                    if weak else "their scopes do not include each other")
+        if weak:
+            strength = f"{', '.join(_who(x, low) for x in weak)} {'is' if len(weak) == 1 else 'are'} weak"
+        elif a.span != c.span:  # mixed size (collsim.ir.layout.LineLayout.load_bytes)
+            strength = (f"they do not overlap completely: a {a.span[2]}-byte and a {c.span[2]}-byte access to "
+                        f"the same bytes (mixed-size accesses)" if a.span and c.span else "mixed-size accesses")
+        else:
+            strength = "their scopes do not include each other"
         reason = (f"{_who(a, low)} and {_who(c, low)} both access {_where(a)} (at least one writes), are not morally "
                   f"strong ({strength}), and no release/acquire pattern, fence or barrier orders them under {name}")
         keys = [b.instr_of[a.id], b.instr_of[c.id]]

@@ -2,12 +2,13 @@
 
 Written from docs/WRITING_PROTOCOLS.md ("Byte-wide and mixed-size accesses").
 The flag is a half-word: it shares the line's last 32-bit word with the
-seventh bf16 element, so a reader that loads the line as 32-bit words
-(``ld.volatile.v4.u32``) reads the flag and that element in one access, and a
-writer that stored them apart would let that load take bytes from two stores.
-The simulator costs it (bytes on the wire, one store per line); the verifier
-and the emitter refuse it, naming the operation, until byte-wide and
-mixed-size accesses are modelled.
+seventh bf16 element. Writer and reader access the line as 16-bit elements
+(``st.volatile.v8.b16``, ``ld.volatile.v8.b16``), so every load element is
+exactly a store element and the 16-byte store assumption makes the line
+arrive whole: it verifies. Reading it as 32-bit words instead is
+``ll_half_flag_word_read.py`` (a mixed-size race). The simulator costs it
+(bytes on the wire, one store per line); the emitter refuses it, naming the
+operation, until it can print 16-bit elements.
 """
 from __future__ import annotations
 
