@@ -221,3 +221,28 @@ def test_narrow_words_are_simulated_and_refused_by_the_emitter():
     assert latency(half) < latency(ll)  # 87.5 % payload against LL's 50 %: fewer bytes on the wire
     with pytest.raises(EmitError, match=r"store_lines at protocols/ll.py:\d+ accesses buffer lines"):
         prepare(HALF, "one-shot", unverified=True)
+
+
+def test_a_byte_flag_read_with_its_data_as_one_32_bit_word_races():
+    from collsim.ir import LineLayout, Word, WordRole
+
+    half = type(load_protocol(HALF))
+    fp8 = LineLayout("fp8-byte-flag", (Word(WordRole.DATA, 1),) * 15 + (Word(WordRole.FLAG, 1),), 16)
+
+    class ByteFlag(half):
+        """Fifteen fp8 values and an 8-bit epoch in the last byte of the line, one 16-byte store."""
+
+        name = "byte-flag"
+        data_layout = fp8
+        default_params = {**half.default_params, "flag_bits": 8}
+
+    class ByteFlagWordRead(ByteFlag):
+        """The same line polled as 32-bit words: the last one is three fp8 values and the flag byte."""
+
+        name = "byte-flag-word-read"
+        data_layout = LineLayout("fp8-byte-flag-u32-loads", fp8.words, 16, load_bytes=4)
+
+    props = ["stale-read", "torn-read", "data-race"]
+    assert verify(ByteFlag(), ranks=2, properties=props, dependencies=False, use_cache=False).ok
+    mixed = verify(ByteFlagWordRead(), ranks=2, properties=props, dependencies=False, use_cache=False)
+    assert mixed.violated == ["data-race"]
