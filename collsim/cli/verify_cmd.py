@@ -43,6 +43,9 @@ def verify_command(
     timeout: float = typer.Option(60.0, "--timeout", help="Solver time limit per property, in seconds."),
     lines: Optional[int] = typer.Option(None, "--lines", help="Lines per chunk (default 1)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="Threads per rank (default 1)."),
+    sizes: Optional[str] = typer.Option(
+        None, "--sizes", help="Lines per chunk of each launch, comma-separated (one per iteration), for a protocol "
+                              "whose size changes between launches (default: every sequence up to --lines)."),
     dependencies: bool = typer.Option(True, "--dependencies/--no-dependencies",
                                       help="Re-check without each assumption and without the data domain."),
     cache: bool = typer.Option(True, "--cache/--no-cache", help="Use and fill the verdict cache."),
@@ -74,6 +77,12 @@ def verify_command(
             raise InputError(f"the bound needs at least 1 {what}, got {value}", field=flag)
     common = dict(ranks=ranks, iterations=iterations, model=model, timeout=timeout, lines=lines, threads=threads,
                   use_cache=cache)
+    per_launch = _parse_sizes(sizes)
+    if per_launch is not None:
+        if all_:
+            raise InputError("applies to one protocol, not --all", field="--sizes")
+        if iterations is None:
+            common["iterations"] = len(per_launch)
     if not all_:
         given = [name for name, value in (("--executor", executor not in ("auto", "local")),
                                           ("--scheduler", scheduler is not None),
@@ -97,7 +106,7 @@ def verify_command(
     if protocol is None:
         raise InputError("name a protocol (or use --all)", field="protocol")
 
-    options = dict(assume=assume, flag_bits=flag_bits, dependencies=dependencies, **common)
+    options = dict(assume=assume, flag_bits=flag_bits, dependencies=dependencies, sizes=per_launch, **common)
     long_run = _warn_if_large(protocol, algorithm, options)
     title = f"verifying {protocol}" + (f" ({algorithm})" if algorithm else "") + f" under {model}"
     with working(title) as update:
@@ -113,6 +122,19 @@ def verify_command(
         _console().print(result.render())
     if not result.ok:
         raise SystemExit(1)
+
+
+def _parse_sizes(text: str | None) -> tuple[int, ...] | None:
+    """``"1,2"`` -> ``(1, 2)``: the lines per chunk of each launch (``--sizes``)."""
+    if text is None:
+        return None
+    try:
+        sizes = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise InputError(f"expected comma-separated line counts such as 2,1,2, got {text!r}", field="--sizes") from None
+    if not sizes or min(sizes) < 1:
+        raise InputError(f"every launch moves at least 1 line per chunk, got {text!r}", field="--sizes")
+    return sizes
 
 
 def _warn_if_large(protocol: str, algorithm: str | None, options: dict[str, Any]) -> bool:

@@ -105,12 +105,27 @@ def _check_host_expr(expr: Expr, what: str) -> str:
     return f"(long long)({expr.to_c()})"
 
 
+#: What the harness fills a buffer declared ``init="arbitrary"`` with before the first launch: the garbage a
+#: previous user of the memory plausibly left, chosen so that a protocol that counts on cleared memory fails its
+#: self-check: every flag word 1 (the first epoch or count of a flag protocol: a poll for it passes at once)
+#: and every data word a pattern no checked result holds.
+GARBAGE_FLAG_WORD = 0x00000001
+GARBAGE_DATA_WORD = 0xA5A5A5A5
+
+
 def _init_line(buf, sentinel: int | None) -> list[int]:
     """One line of ``buf`` as initialised, in 32-bit words: the sentinel in every data word when the buffer
-    starts as the sentinel (zero in flag words, as the verifier models it), else zero."""
+    starts as the sentinel (zero in flag words, as the verifier models it), garbage (:data:`GARBAGE_FLAG_WORD`,
+    :data:`GARBAGE_DATA_WORD`) when it starts as arbitrary contents, else zero."""
     words: list[int] = []
     for word in buf.layout.words:
         fill = 0
+        if buf.init == "arbitrary":
+            if word.role is WordRole.DATA:
+                words += [GARBAGE_DATA_WORD] * (word.nbytes // 4)
+            else:  # the low 32 bits of the flag hold 1 (little-endian), the rest 0
+                words += [GARBAGE_FLAG_WORD] + [0] * (word.nbytes // 4 - 1)
+            continue
         if buf.init == "sentinel" and word.role is WordRole.DATA:
             if sentinel is None:
                 raise EmitError(f"buffer {buf.name} starts as the sentinel, but the program names no sentinel value "
@@ -472,11 +487,58 @@ def build_program(protocol: Protocol, algorithm: str, status: VerificationStatus
         if name == "main.cu" and needs_host_side(plan):
             text = patch_main(text)  # host memory allocation and the proxy threads' start and stop
         files[name] = _banner(emitted, comment) + text
+    if protocol.varying_sizes:
+        files["main.cu"] = _with_mixed_sizes(files["main.cu"])
     files["Makefile"] = _makefile(emitted).replace("ARCH ?= sm_90", f"ARCH ?= {arch}")
     files["README.md"] = _readme(emitted)
     files["emit.json"] = _summary(emitted)
     emitted.files = files
     return emitted
+
+
+#: The harness phase of a program whose message size changes between launches (``Protocol.varying_sizes``),
+#: spliced into main.cu for such programs only (every other program's harness stays as the template is).
+_MIXED_SIZES = """
+// Per-launch message sizes (the protocol declares varying_sizes): the buffers keep the layout the largest
+// size gives them and are not cleared between launches, while each launch gets its own size as the kernel
+// argument msg_bytes. Launches cycle largest, smallest, next largest, ... through --sizes, each one checked,
+// so every launch meets what a larger or a smaller launch before it left in the buffers.
+void mixed_size_rounds(Harness& h) {
+  std::vector<long long> sorted(h.opt.sizes.begin(), h.opt.sizes.end());
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  if (sorted.size() < 2) return;
+  std::vector<long long> order;
+  for (size_t lo = 0, hi = sorted.size(); lo < hi;) {
+    order.push_back(sorted[--hi]);
+    if (lo < hi) order.push_back(sorted[lo++]);
+  }
+  reset_state(h, h.cap);
+  const int passes = std::max(2, h.opt.check_iters);
+  int round = 0;
+  for (int pass = 0; pass < passes; ++pass) {
+    for (long long size : order) {
+      Geometry g = geometry(h, size);
+      for (int b = 0; b < h.info->n_buffers; ++b) g.buf_stride[b] = h.cap.buf_stride[b];
+      for (int x = 0; x < h.info->n_registers; ++x) g.reg_stride[x] = h.cap.reg_stride[x];
+      checked_round(h, g, size, "mixed-size", round++);
+    }
+  }
+  check_counters(h);
+  std::printf("# mixed sizes: %d checked launches cycling through %zu sizes, buffers never cleared: OK\\n", round,
+              order.size());
+}
+"""
+_MIXED_SIZES_AT = "}  // namespace\n\nint main("
+_MIXED_SIZES_CALL_AT = '  if (h.csv) std::fclose(h.csv);\n  std::printf("# all results checked: OK\\n");'
+
+
+def _with_mixed_sizes(main: str) -> str:
+    """main.cu with the mixed-size phase (:data:`_MIXED_SIZES`) defined and run after the per-size rows."""
+    if main.count(_MIXED_SIZES_AT) != 1 or main.count(_MIXED_SIZES_CALL_AT) != 1:
+        raise EmitError("the harness template has no place for the mixed-size phase (main.cu changed)")
+    main = main.replace(_MIXED_SIZES_AT, _MIXED_SIZES.lstrip("\n") + "\n" + _MIXED_SIZES_AT)
+    return main.replace(_MIXED_SIZES_CALL_AT, "  mixed_size_rounds(h);\n" + _MIXED_SIZES_CALL_AT)
 
 
 def write_program(emitted: EmittedProgram, directory: Path) -> list[Path]:

@@ -27,6 +27,7 @@ from collsim.ir.ops import (Atomic, Fence, Fill, HostBarrier, HostMemset, Input,
                             BulkLoad, ProxyFence, ProxyThread,
                             MultimemLoadReduce, MultimemRed, MultimemStore, Op, PollUntil, Reduce, Reg, Store,
                             SyncGroup, WriteOutput, bind)
+from collsim.ir.origin import shown_path
 from collsim.ir.program import Program
 from collsim.ir.protocol import Protocol
 from collsim.ir.types import Issuer
@@ -168,6 +169,7 @@ def plan_for(protocol: Protocol, algorithm: str) -> ProgramPlan:
 def plan_program(program: Program) -> ProgramPlan:
     """Number the ops, plan every buffer's layout and find the register hand-off barriers."""
     nodes, _ = _number(program.ops)
+    _refuse_narrow_words(program, nodes)
     layouts = {buf.name: plan_layout(buf.layout) for buf in program.buffers}
     granule = 0
     for buf in program.buffers:
@@ -198,6 +200,26 @@ def plan_program(program: Program) -> ProgramPlan:
     )
     plan.sync_before = register_sync_points(plan)
     return plan
+
+
+def _refuse_narrow_words(program: Program, nodes: list) -> None:
+    """Byte-wide and mixed-size accesses (a layout with a word narrower than 32 bits) have no CUDA translation yet:
+    refused naming the first operation that touches such a buffer (else the buffer)."""
+    narrow = {buf.name: buf.layout for buf in program.buffers if buf.layout.narrow_words}
+    if not narrow:
+        return
+    for node in iter_nodes(nodes):
+        touch = effects(node.op)
+        if touch.ref is not None and touch.ref.buffer in narrow:
+            layout = narrow[touch.ref.buffer]
+            origin = getattr(node.op, "origin", None)
+            where = f" at {shown_path(origin.file)}:{origin.line}" if origin is not None else ""
+            label = getattr(node.op, "label", type(node.op).__name__)
+            raise EmitError(f"{label}{where} accesses buffer {touch.ref.buffer}, whose layout {layout.name} has words "
+                            "narrower than 32 bits: byte-wide and mixed-size accesses have no CUDA translation yet")
+    name, layout = next(iter(narrow.items()))
+    raise EmitError(f"buffer {name}'s layout {layout.name} has words narrower than 32 bits: byte-wide and mixed-size "
+                    "accesses have no CUDA translation yet")
 
 
 # ---------------------------------------------------------------------------

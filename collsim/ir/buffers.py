@@ -37,7 +37,9 @@ class Buffer:
     lines : Expr
         Lines per region (may depend on ``MSG`` and ``NRANKS``).
     init : FillPattern
-        Initial contents: ``FillPattern.ZERO`` or ``FillPattern.SENTINEL`` (or their names).
+        Initial contents: ``FillPattern.ZERO`` (cleared at setup, as collective libraries clear their
+        buffers before the first launch), ``FillPattern.SENTINEL``, or ``FillPattern.ARBITRARY``
+        (allocation reuse: nobody cleared it, every word holds some bit pattern), or their names.
     role : str
         What it is for, for humans: ``"data"``, ``"flags"``, ``"credits"``...
     multicast : bool
@@ -93,7 +95,8 @@ class Buffer:
         try:
             object.__setattr__(self, "init", FillPattern(self.init))
         except ValueError:
-            raise ValueError(f"buffer {self.name}: init is 'zero' or 'sentinel', not {self.init!r}") from None
+            raise ValueError(f"buffer {self.name}: init is 'zero', 'sentinel' or 'arbitrary', not "
+                             f"{self.init!r}") from None
 
     def total_lines(self, env) -> int:
         return self.depth * self.regions.evaluate(env) * self.lines.evaluate(env)

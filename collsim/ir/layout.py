@@ -10,10 +10,10 @@ accesses.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
-__all__ = ["WordRole", "Word", "LineLayout", "plain_layout", "counter_layout"]
+__all__ = ["WordRole", "Word", "LineLayout", "plain_layout", "counter_layout", "NARROW_WORD_BYTES"]
 
 
 class WordRole(str, Enum):
@@ -21,16 +21,29 @@ class WordRole(str, Enum):
     FLAG = "flag"
 
 
+#: Widths of a *narrow* word: a byte-wide or half-word element (a 1-byte flag in the last byte of a 32-bit
+#: word, a bf16 element beside a 16-bit flag). The simulator costs them like any bytes, the verifier models
+#: them and the wider loads over them (:attr:`LineLayout.load_bytes`: mixed-size accesses), the emitter
+#: refuses them for now (docs/WRITING_PROTOCOLS.md section 20).
+NARROW_WORD_BYTES = (1, 2)
+
+
 @dataclass(frozen=True)
 class Word:
-    """One scalar word of a line: its role and width in bytes (4 or 8)."""
+    """One scalar word of a line: its role and width in bytes (4 or 8; 1 or 2 for a narrow word, see
+    :data:`NARROW_WORD_BYTES`)."""
 
     role: WordRole
     nbytes: int
 
     def __post_init__(self) -> None:
-        if self.nbytes not in (4, 8):
-            raise ValueError(f"a word is 4 or 8 bytes, not {self.nbytes}")
+        if self.nbytes not in (4, 8) + NARROW_WORD_BYTES:
+            raise ValueError(f"a word is 4 or 8 bytes (1 or 2 for a narrow word), not {self.nbytes}")
+
+    @property
+    def narrow(self) -> bool:
+        """Narrower than 32 bits: a byte-wide or half-word access."""
+        return self.nbytes in NARROW_WORD_BYTES
 
 
 @dataclass(frozen=True)
@@ -51,6 +64,15 @@ class LineLayout:
         Word indices a reader checks to decide the line has arrived: the
         flag words by default; a sentinel layout names the one data word it
         compares against the sentinel.
+    load_bytes : int, optional
+        The element width of the line's loads and polls when it differs from
+        its words': 4 or 8 for a line of narrower words read as 32- or 64-bit
+        elements (``ld.v4.u32`` over bf16 data and a 16-bit flag). A load
+        element covers whole words; stores write each word as its own element.
+        Where the two widths differ, a load element and a store element overlap
+        without being the same access: not morally strong (PTX ISA, memory
+        consistency model), so they race unless ordered, and the load may take
+        its words from different stores. ``None``: every access is word by word.
 
     Examples
     --------
@@ -65,6 +87,8 @@ class LineLayout:
     words: tuple[Word, ...]
     store_bytes: int
     polled_words: tuple[int, ...] | None = None
+    # not printed: a program's text (and the simulator's cache key) stays as it was; only the verifier reads it
+    load_bytes: int | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.store_bytes not in (4, 8, 16):
@@ -79,6 +103,26 @@ class LineLayout:
         for index in self.polled_words or ():
             if not 0 <= index < len(self.words):
                 raise ValueError(f"polled word {index} is outside layout {self.name}")
+        if self.load_bytes is not None:
+            starts = {self.word_offset(i) for i in range(len(self.words))}
+            if (self.load_bytes not in (4, 8) or self.line_bytes % self.load_bytes
+                    or any(offset not in starts for offset in range(0, self.line_bytes, self.load_bytes))
+                    or any(word.nbytes > self.load_bytes for word in self.words)):
+                raise ValueError(f"layout {self.name}: a load element of {self.load_bytes} B must be 4 or 8 bytes "
+                                 "and cover whole words")
+
+    def load_element(self, index: int) -> tuple[int, int]:
+        """``(byte offset, bytes)`` of the load element that reads word ``index``: the word itself unless
+        :attr:`load_bytes` makes loads wider than it."""
+        offset = self.word_offset(index)
+        if self.load_bytes is None:
+            return offset, self.words[index].nbytes
+        return offset - offset % self.load_bytes, self.load_bytes
+
+    @property
+    def narrow_words(self) -> tuple[int, ...]:
+        """Indices of the words narrower than 32 bits (:attr:`Word.narrow`)."""
+        return tuple(i for i, word in enumerate(self.words) if word.narrow)
 
     @property
     def line_bytes(self) -> int:

@@ -182,6 +182,9 @@ class Fill:
             object.__setattr__(self, "pattern", FillPattern(self.pattern))
         except ValueError:
             raise ValueError(f"fill pattern is 'zero' or 'sentinel', not {self.pattern!r}") from None
+        if self.pattern is FillPattern.ARBITRARY:
+            raise ValueError("fill pattern is 'zero' or 'sentinel': 'arbitrary' is what a buffer may start as, "
+                             "not a value a store writes")
 
 
 Source = Union[Input, Reg, Fill]
@@ -617,6 +620,8 @@ class HostMemset(Op):
         except ValueError:
             raise ValueError(f"host memset {self.label!r}: pattern is 'zero' or 'sentinel', not "
                              f"{self.pattern!r}") from None
+        if self.pattern is FillPattern.ARBITRARY:
+            raise ValueError(f"host memset {self.label!r}: pattern is 'zero' or 'sentinel', not 'arbitrary'")
 
 
 @dataclass(frozen=True)

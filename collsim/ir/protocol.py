@@ -216,6 +216,10 @@ class Protocol:
     #: the launch index (:data:`~collsim.ir.expr.ARG_ITER`) keep their capture values in every replay, while
     #: ``ITER``, read from the kernel's launch counter in device memory, advances
     graph_replay: ClassVar[bool] = False
+    #: its message size changes between launches (a decode step's all-reduce): ``MSG`` is each launch's own
+    #: size, a kernel argument, while the buffers are allocated once, for the largest message (their sizes are
+    #: evaluated there); a launch finds what a larger earlier launch left beyond its own lines
+    varying_sizes: ClassVar[bool] = False
     #: what a mutant is expected to break (empty for shipped protocols)
     expected_violation: ClassVar[str | None] = None
     default_params: ClassVar[Mapping[str, Any]] = {}

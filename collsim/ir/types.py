@@ -86,6 +86,8 @@ class FillPattern(StrEnum):
 
     ``ZERO`` is fresh memory; ``SENTINEL`` is the protocol's sentinel pattern (the value its
     ``NotEqual`` polls compare against, see :attr:`collsim.ir.program.Program.sentinel_word`).
+    ``ARBITRARY`` is only what a buffer may start as: memory that nobody cleared (``cudaMalloc`` does
+    not zero; a caching allocator hands back what a previous user left), every word any bit pattern.
     A member compares equal to its name in lower case, and prints (``repr`` included) as that
     string, so programs, their reprs and cache keys read as they did with plain strings.
 
@@ -95,6 +97,7 @@ class FillPattern(StrEnum):
 
     ZERO = "zero"
     SENTINEL = "sentinel"
+    ARBITRARY = "arbitrary"
 
     def __repr__(self) -> str:
         return repr(self.value)

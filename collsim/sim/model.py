@@ -11,7 +11,7 @@ import gc
 import math
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Sequence
 
 from collsim.algorithms import generate
 from collsim.errors import CollsimError, InputError
@@ -26,8 +26,8 @@ from collsim.sim.simulation import Outcome, Simulation, _route_facts, _route_tab
 from collsim.sim.symmetry import Fold, Rotation, fold_or_reason, rotation_or_reason
 from collsim.sim.trace import PathStep, breakdown_of, critical_path
 
-__all__ = ["DesRun", "run_des", "des_model", "program_for", "generation_of", "symmetry_of", "harness_us",
-           "forget_kernels"]
+__all__ = ["DesRun", "run_des", "run_launches", "des_model", "program_for", "generation_of", "symmetry_of",
+           "harness_us", "forget_kernels"]
 
 #: The launch index simulated: the first use of every slot, which costs what a steady-state launch does
 #: (see collsim.sim.memory).
@@ -212,6 +212,36 @@ def run_des(request: SimRequest, symmetric: bool = False) -> DesRun:
     """
     with _collector_paused():
         return _run_des(request, symmetric)
+
+
+def run_launches(request: SimRequest, sizes: "Sequence[int]", symmetric: bool = False) -> list[DesRun]:
+    """Simulate consecutive launches whose message sizes differ (``sizes``, bytes per rank), each at its own size.
+
+    A protocol declares ``varying_sizes`` when its kernel takes the size as an argument and its buffers are
+    allocated once, for the largest message: each launch then moves, polls and waits for exactly its own
+    lines, and costs what a launch of that size costs (the size sets the bytes on the wire, the lines polled
+    and the loop trips; the allocation costs nothing at run time). ``request.size_bytes`` is ignored.
+
+    Raises
+    ------
+    InputError
+        when the sizes differ but the protocol runs every launch at one size (no ``varying_sizes``).
+
+    Examples
+    --------
+    >>> from collsim.models import SimRequest, resolve_protocol
+    >>> from collsim.topology import load_topology
+    >>> req = SimRequest(topology=load_topology("hgx-h100"), ranks=4, algorithm="one-shot",
+    ...                  protocol=resolve_protocol("ll"), size_bytes=64)
+    >>> first, second = run_launches(req, [1024, 1024])
+    >>> first.latency_us == second.latency_us == run_des(replace(req, size_bytes=1024)).latency_us
+    True
+    """
+    sizes = [int(size) for size in sizes]
+    if len(set(sizes)) > 1 and not getattr(request.protocol, "varying_sizes", False):
+        raise InputError(f"protocol {request.protocol.name!r} runs every launch at one message size (it does not "
+                         "declare varying_sizes): per-launch sizes do not apply", field="sizes")
+    return [run_des(replace(request, size_bytes=size), symmetric=symmetric) for size in sizes]
 
 
 def _fold(request: SimRequest, costs: Costs, lowered: SimProgram, items: list[list[Any]]) -> Fold | str:

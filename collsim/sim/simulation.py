@@ -307,5 +307,8 @@ def _atomic_senders(programs: list[list[Any]]) -> tuple[dict[int, int], dict[int
 
 
 def buffer_inits(program: Any) -> dict[str, Any]:
-    """Buffer name -> the polled word's initial value (0, or the sentinel for ``init="sentinel"``)."""
+    """Buffer name -> the polled word's initial value (0, or the sentinel for ``init="sentinel"``).
+
+    A buffer whose contents start arbitrary (``init="arbitrary"``) starts as 0 here: the simulator times the
+    execution the protocol intends, and whether garbage can pass a poll is the verifier's question."""
     return {buf.name: (SENTINEL if buf.init == "sentinel" else 0) for buf in program.buffers}

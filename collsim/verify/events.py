@@ -206,6 +206,10 @@ class Event:
     polled: bool = False  # a word the poll predicate inspects
     consumer: str | None = None  # register the value goes to
     fill: FillPattern | None = None  # the pattern of a Fill store
+    #: the element access this event is part of, where accesses of different sizes meet (a layout with words
+    #: narrower than 32 bits): two accesses are morally strong only if their elements overlap completely
+    #: (PTX ISA, memory consistency model); None everywhere else
+    span: Hashable | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

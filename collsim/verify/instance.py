@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Hashable, Iterator, Mapping
 
 from collsim.ir.floats import WordEncoding
@@ -63,6 +63,10 @@ class Bounds:
         Threads per rank.
     max_lanes : int
         Lines wider than this many store lanes are shrunk (see :mod:`collsim.verify.granules`).
+    sizes : tuple of int, optional
+        The lines per chunk of each launch, for a protocol whose message size changes between launches
+        (:attr:`~collsim.ir.protocol.Protocol.varying_sizes`): ``MSG`` of launch ``i`` is ``sizes[i]`` lines
+        per chunk, the buffers are allocated for ``lines``, the largest. ``None``: every launch moves ``lines``.
     """
 
     ranks: int = 3
@@ -70,16 +74,30 @@ class Bounds:
     lines: int = 1
     threads: int = 1
     max_lanes: int = 2
+    # not in the repr (cache keys of fixed-size instances stay as they were); the bound program's text has it
+    sizes: tuple[int, ...] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.ranks < 2:
             raise ValueError("the verifier needs at least 2 ranks")
         if self.iterations < 1 or self.lines < 1 or self.threads < 1 or self.max_lanes < 1:
             raise ValueError("iterations, lines, threads and max_lanes are at least 1")
+        if self.sizes is not None:
+            object.__setattr__(self, "sizes", tuple(int(s) for s in self.sizes))
+            if len(self.sizes) != self.iterations or not all(1 <= s <= self.lines for s in self.sizes):
+                raise ValueError(f"sizes gives the lines per chunk of each of the {self.iterations} launches, "
+                                 f"each 1 .. {self.lines}, not {self.sizes}")
+
+    def launch_lines(self, iteration: int) -> int:
+        """Lines per chunk launch ``iteration`` moves."""
+        return self.lines if self.sizes is None else self.sizes[iteration]
 
     def describe(self) -> str:
-        return (f"{self.ranks} ranks x {self.iterations} iterations, {self.lines} line(s) per chunk, "
+        text = (f"{self.ranks} ranks x {self.iterations} iterations, {self.lines} line(s) per chunk, "
                 f"{self.threads} thread(s) per rank")
+        if self.sizes is not None:
+            text += f", launches of {'/'.join(map(str, self.sizes))} line(s) per chunk"
+        return text
 
 
 @contextmanager
@@ -111,8 +129,8 @@ class VerifyInstance(Program):
     hardware assumptions its atomic groups state), ``outputs`` (``(rank,
     iteration, element) -> Lin``, ``None`` where not modelled),
     ``expected_outputs``, ``word_bytes``, ``elements`` (input elements per rank
-    per launch), ``sentinel``, ``forbidden_word``, ``notes`` and
-    ``flat_signature`` (the bound program's text, for cache keys).
+    per launch), ``arbitrary_init`` (locations that start as any bit pattern), ``sentinel``,
+    ``forbidden_word``, ``notes`` and ``flat_signature`` (the bound program's text, for cache keys).
     """
 
     def __init__(self, *, protocol: str, algorithm: str, bounds: Bounds, msg: int, assumptions: tuple[str, ...],
@@ -120,7 +138,8 @@ class VerifyInstance(Program):
                  outputs: dict[tuple, Lin | None], expected_outputs: dict[tuple, Lin], word_bytes: int, elements: int,
                  sentinel: int | None, forbidden_word: int | None, notes: list[str] | None = None,
                  flat_signature: str = "", groups: list[AtomicGroup] | None = None,
-                 word_encoding: WordEncoding | None = None) -> None:
+                 word_encoding: WordEncoding | None = None,
+                 arbitrary_init: Mapping[Hashable, int] | None = None) -> None:
         super().__init__(threads, placement, init, (), None, f"{protocol}/{algorithm}",
                          [f"rank{p.rank}.t{t}" for t, p in enumerate(placement)], groups)
         #: thread -> what it is when it is no thread of the rank's CTA: ``proxy`` (the host proxy thread) or
@@ -142,6 +161,9 @@ class VerifyInstance(Program):
         self.word_encoding = word_encoding
         self.notes = list(notes or [])
         self.flat_signature = flat_signature
+        #: locations whose initial value is any bit pattern of that many bits (``Buffer(init="arbitrary")``);
+        #: their :attr:`init` is the 0 the reference run reads
+        self.arbitrary_init: dict[Hashable, int] = dict(arbitrary_init or {})
 
     def input_env(self) -> dict[tuple, int]:
         env = {}

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from typing import Any, Iterable, NamedTuple
 
 from collsim.algorithms import generate, transfer_bytes
@@ -267,7 +268,11 @@ class _ElementLowering(OpVisitor):
         # properties hold vacuously: it is refused as bad input, as collsim review refuses it
         check_protocol_program(self.program, protocol)
         self.buffers = {b.name: b for b in self.program.buffers}
-        self.msg = message_bytes(protocol, algorithm, bounds)
+        self.msg = message_bytes(protocol, algorithm, bounds)  # the largest launch's: what buffers are sized for
+        #: each launch's message bytes and input elements (they differ with ``Bounds.sizes``)
+        self.launch_msg = [self.msg if bounds.sizes is None else
+                           message_bytes(protocol, algorithm, replace(bounds, lines=bounds.launch_lines(i), sizes=None))
+                           for i in range(bounds.iterations)]
         self.word_bytes = protocol.data_layout.data_word_bytes
         self.elements = self.msg // self.word_bytes
         self.sentinel = self.program.sentinel_word
@@ -289,6 +294,7 @@ class _ElementLowering(OpVisitor):
         self.threads: list[list[VerifyInstr]] = [[] for _ in self.placement]
         self.on_proxy = False  # lowering a proxy thread's body
         self.init: dict[tuple, int] = {}
+        self.arbitrary: dict[tuple, int] = {}  # location -> bits of a word that starts as any pattern
         self.outputs: dict[tuple, Lin | None] = {}
         self.expected: dict[tuple, Lin] = {}
         self.notes: list[str] = []
@@ -316,7 +322,8 @@ class _ElementLowering(OpVisitor):
     def env(self, rank: int, iteration: int) -> dict[str, int]:
         # graph replay: every launch reuses the kernel arguments of the capture launch (launch 0)
         arg_iter = 0 if self.protocol.graph_replay else iteration
-        return {"RANK": rank, "NRANKS": self.bounds.ranks, "ITER": iteration, "ARG_ITER": arg_iter, "MSG": self.msg}
+        return {"RANK": rank, "NRANKS": self.bounds.ranks, "ITER": iteration, "ARG_ITER": arg_iter,
+                "MSG": self.launch_msg[iteration]}
 
     def thread_of(self, rank: int, t: int) -> int:
         if self.on_proxy:
@@ -351,10 +358,14 @@ class _ElementLowering(OpVisitor):
 
     def loc(self, ref, j: int, word: int, env) -> tuple:
         buf = self.buffers[ref.buffer]
-        flat = buf.line_index(ref.slot, ref.region, ref.line + j, env)
+        # a buffer is allocated once, for the largest message, whatever this launch's size
+        flat = buf.line_index(ref.slot, ref.region, ref.line + j, {**env, "MSG": self.msg})
         loc = (ref.buffer, ref.rank, flat, word)
         if loc not in self.init:
             layout = buf.layout
+            if buf.init is FillPattern.ARBITRARY:
+                # allocation reuse: any bit pattern of the word's width (the reference run reads 0)
+                self.arbitrary[loc] = 8 * layout.words[word].nbytes
             if buf.init is FillPattern.SENTINEL and layout.words[word].role is WordRole.DATA:
                 if self.sentinel is None:
                     raise UnsupportedError(f"buffer {buf.name} starts as the sentinel, but the protocol names none")
@@ -376,7 +387,7 @@ class _ElementLowering(OpVisitor):
     def source_value(self, src, regs, rank: int, iteration: int, byte: int) -> Lin | None:
         if isinstance(src, Input):
             element = (src.offset + byte) // self.word_bytes
-            if not 0 <= element < self.elements:
+            if not 0 <= element < self.launch_msg[iteration] // self.word_bytes:
                 return Lin.const(0)  # padding beyond the message
             return Lin.atom(("in", rank, iteration, element))
         if isinstance(src, Fill):
@@ -419,7 +430,7 @@ class _ElementLowering(OpVisitor):
 
     def output(self, rank: int, iteration: int, byte: int, value: Lin | None) -> None:
         element = byte // self.word_bytes
-        if 0 <= element < self.elements:
+        if 0 <= element < self.launch_msg[iteration] // self.word_bytes:
             self.outputs[(rank, iteration, element)] = value
 
     def barrier(self, rank: int, name: str, iteration: int) -> None:
@@ -438,13 +449,21 @@ class _ElementLowering(OpVisitor):
 
     def mem_event(self, instr: VerifyInstr, kind: EventKind, op, ref, j: int, word: int, env, **kw) -> VerifyEvent:
         buf = self.buffers[ref.buffer]
+        layout = buf.layout
+        loc = self.loc(ref, j, word, env)
+        if layout.narrow_words or layout.load_bytes is not None:
+            # accesses of different sizes meet here: each event names its element access (a load element of
+            # load_bytes, else the word), and only events of the same element are morally strong
+            offset, nbytes = (layout.load_element(word) if kind is EventKind.READ
+                              else (layout.word_offset(word), layout.words[word].nbytes))
+            kw["span"] = (loc[:3], offset, nbytes)
         value = kw.get("value")
         deps = frozenset(value.reads()) if value is not None else frozenset()
         sem, scope = op.sem.model_sem, op.sem.model_scope(op.scope).value
         if self.on_proxy:  # x86-TSO or stronger (HOST_ORDERING): loads acquire, stores release
             sem, scope = ("acquire" if kind is EventKind.READ else "release"), "sys"
         return self.add_event(
-            instr, kind=kind, loc=self.loc(ref, j, word, env), sem=sem, scope=scope,
+            instr, kind=kind, loc=loc, sem=sem, scope=scope,
             role=buf.layout.words[word].role.value, slot=ref.slot, region=ref.region, line=ref.line + j, word=word,
             deps=deps, **kw)
 
@@ -739,7 +758,7 @@ class _ElementLowering(OpVisitor):
     # -- driver --------------------------------------------------------------
     def run(self) -> VerifyInstance:
         for iteration in range(self.bounds.iterations):
-            for e in range(self.elements):
+            for e in range(self.launch_msg[iteration] // self.word_bytes):
                 self.expected_sum(iteration, e)
         for rank in range(self.bounds.ranks):
             regs: dict[str, dict[int, Lin]] = {}
@@ -750,6 +769,12 @@ class _ElementLowering(OpVisitor):
                     self.source = op_source(flat.op)
                     self._flat = flat
                     self.visit(flat.op, _Site(flat.name, rank, iteration, regs, env))
+        for buf in self.program.buffers:
+            if buf.init is FillPattern.ARBITRARY:  # what the words start as is part of the instance
+                self.signature.append(f"buffer {buf.name}: init {buf.init.value}")
+            if buf.layout.narrow_words or buf.layout.load_bytes is not None:  # ... and the access sizes
+                self.signature.append(f"buffer {buf.name}: words {[w.nbytes for w in buf.layout.words]}, "
+                                      f"loads of {buf.layout.load_bytes or 'one word'}")
         for instr in (i for thread in self.threads for i in thread):
             if instr.kind == InstrKind.POLL:
                 for ev in instr.events:
@@ -760,6 +785,7 @@ class _ElementLowering(OpVisitor):
             outputs=self.outputs, expected_outputs=self.expected, word_bytes=self.word_bytes, elements=self.elements,
             sentinel=self.sentinel, forbidden_word=self.program.forbidden_word, notes=self.notes,
             flat_signature="\n".join(self.signature), groups=self.groups, word_encoding=self.program.word_encoding,
+            arbitrary_init=self.arbitrary,
         )
         for instr in low.instrs:
             for ev in instr.events:

@@ -348,8 +348,13 @@ def build_counterexample(query, ex, model: z3.ModelRef, ref: RefRun | None,
         a: VerifyEvent = detail["a"]
         c: VerifyEvent = detail["b"]
         weak = [x for x in (a, c) if not x.strong]
-        strength = (f"{', '.join(_who(x, low) for x in weak)} {'is' if len(weak) == 1 else 'are'} weak"
-                    if weak else "their scopes do not include each other")
+        if weak:
+            strength = f"{', '.join(_who(x, low) for x in weak)} {'is' if len(weak) == 1 else 'are'} weak"
+        elif a.span != c.span:  # mixed size (collsim.ir.layout.LineLayout.load_bytes)
+            strength = (f"they do not overlap completely: a {a.span[2]}-byte and a {c.span[2]}-byte access to "
+                        f"the same bytes (mixed-size accesses)" if a.span and c.span else "mixed-size accesses")
+        else:
+            strength = "their scopes do not include each other"
         reason = (f"{_who(a, low)} and {_who(c, low)} both access {_where(a)} (at least one writes), are not morally "
                   f"strong ({strength}), and no release/acquire pattern, fence or barrier orders them under {name}")
         keys = [b.instr_of[a.id], b.instr_of[c.id]]
@@ -472,6 +477,12 @@ def _stale_cause(b: _Builder, r: VerifyEvent, w: VerifyEvent | None, intended: V
         if intended_instr is not None and intended_instr in srcs and not r.polled:
             return ("the flag and the data element of one store instruction are separate element accesses in "
                     "unspecified order (PTX ISA 8.2.4) and no declared assumption makes them one atomic unit")
+        arbitrary = getattr(low, "arbitrary_init", {})
+        if polled and all(s is None and e.loc in arbitrary for e, s in flag_sources):
+            vals = sorted({_num(m, ex.rval(e)) for e, _ in flag_sources})
+            return (f"the polled word held {', '.join(map(str, vals))} before anything was written to it: the "
+                    f"buffer starts as whatever its memory held (init=\"arbitrary\", never cleared), and that "
+                    f"pattern passes the poll")
         if polled and all(ref_older(b, e, s) for e, s in flag_sources):
             vals = sorted({_num(m, ex.rval(e)) for e, _ in flag_sources})
             return (f"the polled word already held {', '.join(map(str, vals))} from an older write: the flag value "

@@ -87,6 +87,9 @@ def rank_rotation(low: VerifyInstance, ref: RefRun | None = None) -> dict[int, i
         return None
     if any(low.init[loc] != low.init[image] for loc, image in loc_map.items()):
         return None
+    arbitrary = getattr(low, "arbitrary_init", {})
+    if any(arbitrary.get(loc) != arbitrary.get(image) for loc, image in loc_map.items()):
+        return None
     if not _same_outputs(low.outputs, ev_map, in_map, rot_rank) or \
             not _same_outputs(low.expected_outputs, ev_map, in_map, rot_rank):
         return None

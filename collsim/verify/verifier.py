@@ -20,8 +20,9 @@ protocol without re-solving.
 """
 from __future__ import annotations
 
+import itertools
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Iterable
 
 import z3
@@ -54,6 +55,7 @@ from collsim.verify.solver import raise_if_interrupted
 from collsim.verify.symmetry import anchored_at_rank0, rank_rotation
 
 __all__ = [
+    "size_sequences",
     "Bound",
     "PropertyResult",
     "Dependency",
@@ -593,7 +595,7 @@ def _bound(low: VerifyInstance, bounds: Bounds, model: str, assumptions: tuple[s
 
 
 def _bounds_for(proto: Protocol, algorithm: str, ranks, iterations, lines, threads,
-                max_lanes) -> tuple[Bounds, str | None]:
+                max_lanes, sizes: tuple[int, ...] | None = None) -> tuple[Bounds, str | None]:
     """The bound to check: the options given, else the protocol's ``verify_bounds`` hints, else the defaults.
 
     The default threads and lines come from the width of the data path (:func:`~collsim.verify.lower.data_path`):
@@ -609,8 +611,20 @@ def _bounds_for(proto: Protocol, algorithm: str, ranks, iterations, lines, threa
     bounds = Bounds(ranks=ranks if ranks is not None else hints.get("ranks", 3),
                     iterations=iterations if iterations is not None else hints.get("iterations", 2),
                     lines=chosen_lines, threads=chosen_threads,
-                    max_lanes=max_lanes if max_lanes is not None else hints.get("max_lanes", 2))
+                    max_lanes=max_lanes if max_lanes is not None else hints.get("max_lanes", 2), sizes=sizes)
     return bounds, (path.describe() if defaulted else None)
+
+
+def size_sequences(lines: int, iterations: int) -> list[tuple[int, ...]]:
+    """The per-launch sizes (lines per chunk) :func:`verify` checks for a protocol with ``varying_sizes``: the
+    largest in every launch first, then every sequence of 1 .. ``lines`` in which the size changes (a sequence
+    of one smaller size throughout is a fixed-size instance of a smaller bound).
+
+    >>> size_sequences(2, 2)
+    [(2, 2), (2, 1), (1, 2)]
+    """
+    changing = [s for s in itertools.product(range(lines, 0, -1), repeat=iterations) if len(set(s)) > 1]
+    return [(lines,) * iterations] + changing
 
 
 @dataclass
@@ -631,7 +645,8 @@ class _Plan:
 def _plan(protocol: str | Protocol, algorithm: str | None, *, ranks: int | None = None,
           iterations: int | None = None, model: str = "ptx", assume: Iterable[str] | None = None,
           flag_bits: int | None = None, lines: int | None = None, threads: int | None = None,
-          max_lanes: int | None = None, dependencies: bool = True, properties: Iterable[str] | None = None) -> _Plan:
+          max_lanes: int | None = None, dependencies: bool = True, properties: Iterable[str] | None = None,
+          sizes: Iterable[int] | None = None) -> _Plan:
     """Check the arguments of :func:`verify` and lower the program (no solving)."""
     if model not in ("ptx", "sc"):
         raise InputError(f"unknown memory model {model!r}", field="--model", choices=["ptx", "sc"])
@@ -645,11 +660,26 @@ def _plan(protocol: str | Protocol, algorithm: str | None, *, ranks: int | None 
     for a in active:
         get_assumption(a)
     props = list(PROPERTIES) if properties is None else [normalize_property(p) for p in properties]
-    bounds, bound_note = _bounds_for(proto, algorithm, ranks, iterations, lines, threads, max_lanes)
+    if sizes is not None:
+        sizes = tuple(sizes)
+        if len(set(sizes)) > 1 and not proto.varying_sizes:
+            raise InputError(f"protocol {proto.name!r} runs every launch at one message size (it does not declare "
+                             "varying_sizes): per-launch sizes do not apply", field="--sizes")
+        if lines is None:
+            lines = max(sizes, default=1)
+    try:
+        bounds, bound_note = _bounds_for(proto, algorithm, ranks, iterations, lines, threads, max_lanes, sizes)
+    except ValueError as err:
+        if sizes is None:
+            raise
+        raise InputError(str(err), field="--sizes") from None
     expected = normalize_property(proto.expected_violation) if proto.expected_violation else None
     low = lower_instance(proto, algorithm, bounds, active, recheck=dependencies)
     if bound_note:
         low.notes.insert(0, bound_note)
+    if bounds.sizes is not None:
+        low.notes.append(f"message size per launch: {'/'.join(map(str, bounds.sizes))} line(s) per chunk "
+                         f"(buffers allocated for {bounds.lines})")
     key = _cache.cache_key({
         "protocol": list(proto.key), "algorithm": algorithm, "program": low.flat_signature, "bounds": repr(bounds),
         "model": model, "assumptions": list(active), "data_domain": repr(proto.data_domain), "properties": props,
@@ -675,6 +705,7 @@ def verify(
     properties: Iterable[str] | None = None,
     use_cache: bool = True,
     progress: "Callable[[str], None] | None" = None,
+    sizes: Iterable[int] | None = None,
 ) -> VerifyResult:
     """Check every property of ``protocol`` under ``algorithm`` (default: its first) at a bound.
 
@@ -693,15 +724,26 @@ def verify(
     progress : callable, optional
         Called with one line of text as the check goes: the :class:`ProblemSize` first, then each property
         being solved and each re-check (the CLI shows it as a status line).
+    sizes : ints, optional
+        The lines per chunk of each launch (one per iteration), for a protocol whose message size changes
+        between launches (``varying_sizes``). Default for such a protocol: every sequence of
+        :func:`size_sequences`, each checked on its own, the verdicts merged (a property holds when it holds
+        for every sequence; a violation names its sequence).
 
     Returns
     -------
     VerifyResult
     """
     start = time.perf_counter()
-    plan = _plan(protocol, algorithm, ranks=ranks, iterations=iterations, model=model, assume=assume,
-                 flag_bits=flag_bits, lines=lines, threads=threads, max_lanes=max_lanes, dependencies=dependencies,
-                 properties=properties)
+    common = dict(ranks=ranks, iterations=iterations, model=model, assume=assume, flag_bits=flag_bits, lines=lines,
+                  threads=threads, max_lanes=max_lanes, dependencies=dependencies, properties=properties)
+    enumerated = _size_enumeration(protocol, algorithm, sizes, common)
+    if enumerated is not None:
+        bounds, sequences = enumerated
+        runs = [verify(protocol, algorithm, timeout=timeout, use_cache=use_cache, progress=progress, sizes=seq,
+                       **common) for seq in sequences]
+        return _merged_sizes(runs, sequences, bounds, time.perf_counter() - start)
+    plan = _plan(protocol, algorithm, sizes=sizes, **common)
     proto, algorithm, bounds, low, active, domain, props, expected, key = (
         plan.proto, plan.algorithm, plan.bounds, plan.low, plan.active, plan.domain, plan.props, plan.expected,
         plan.key)
@@ -724,6 +766,54 @@ def verify(
     if use_cache:
         _cache.store(key, result.to_json())
     return result
+
+
+def _size_enumeration(protocol: str | Protocol, algorithm: str | None, sizes: Any,
+                      options: dict[str, Any]) -> tuple[Bounds, list[tuple[int, ...]]] | None:
+    """For a protocol with ``varying_sizes`` checked without ``sizes``: its bound and the sequences to check
+    (:func:`size_sequences`); ``None`` for any other call (bad arguments are left to :func:`_plan`)."""
+    if sizes is not None:
+        return None
+    proto = _resolve(protocol, options.get("flag_bits"))
+    algorithm = algorithm or proto.algorithms[0]
+    if not proto.varying_sizes or algorithm not in proto.algorithms:
+        return None
+    bounds, _ = _bounds_for(proto, algorithm, *(options.get(k) for k in ("ranks", "iterations", "lines", "threads",
+                                                                         "max_lanes")))
+    return bounds, size_sequences(bounds.lines, bounds.iterations)
+
+
+def _first_failing(results: list[PropertyResult], sequences: list[tuple[int, ...]]) -> PropertyResult:
+    """A violated result, else one that is unknown (either noting the sizes it was found at), else the first."""
+    for keep in (lambda r: r.violated, lambda r: not r.holds):
+        for r, seq in zip(results, sequences):
+            if keep(r):
+                where = f"at launches of {'/'.join(map(str, seq))} line(s) per chunk"
+                return replace(r, note=f"{r.note}; {where}" if r.note else where)
+    return results[0]
+
+
+def _merged_sizes(runs: list[VerifyResult], sequences: list[tuple[int, ...]], bounds: Bounds,
+                  seconds: float) -> VerifyResult:
+    """One verdict from the verdicts of every per-launch size sequence (see :func:`size_sequences`)."""
+    first = runs[0]
+    props = {p: _first_failing([run.properties[p] for run in runs], sequences) for p in first.properties}
+    deps = []
+    for k, dep in enumerate(first.dependencies):
+        names = set().union(*(run.dependencies[k].results for run in runs))
+        merged = {}
+        for p in sorted(names):
+            found = [(run.dependencies[k].results[p], seq) for run, seq in zip(runs, sequences)
+                     if p in run.dependencies[k].results]
+            merged[p] = _first_failing([r for r, _ in found], [seq for _, seq in found])
+        deps.append(Dependency(dep.name, dep.kind, merged, dep.statement))
+    note = (f"message size per launch: each of {len(runs)} sequences of 1..{bounds.lines} line(s) per chunk over "
+            f"{bounds.iterations} launches (the largest throughout, and every sequence in which the size changes; "
+            f"enumerated, each checked on its own)")
+    notes = tuple(n for n in first.bound.notes if not n.startswith("message size per launch")) + (note,)
+    return VerifyResult(first.protocol, first.algorithm, first.model, replace(first.bound, notes=notes), props, deps,
+                        seconds, first.expected_violation, cached=all(run.cached for run in runs),
+                        engine=first.engine)
 
 
 def _check_all(proto: Protocol, algorithm: str, bounds: Bounds, low: VerifyInstance, model: str,
@@ -770,6 +860,14 @@ def verdict_for(protocol: str | Protocol, algorithm: str | None = None, model: s
     arguments are :func:`verify`'s.
     """
     if not solve:
+        enumerated = _size_enumeration(protocol, algorithm, kwargs.get("sizes"), kwargs)
+        if enumerated is not None:
+            bounds, sequences = enumerated
+            runs = [verdict_for(protocol, algorithm, model, solve=False, **{**kwargs, "sizes": seq})
+                    for seq in sequences]
+            if any(run is None for run in runs):
+                return None
+            return _merged_sizes(runs, sequences, bounds, sum(run.seconds for run in runs))  # type: ignore[union-attr]
         plan = _plan(protocol, algorithm, model=model,
                      **{k: v for k, v in kwargs.items() if k not in ("timeout", "use_cache")})
         data = _cache.load(plan.key)

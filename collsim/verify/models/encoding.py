@@ -119,6 +119,13 @@ class Encoding:
         for key, value in env.items():
             self.input_terms[key] = (z3.Int("in_%d_%d_%d" % key[1:], ctx=self.ctx) if symbolic_inputs
                                      else z3.IntVal(value, ctx=self.ctx))
+        #: the initial value of each location that starts as any bit pattern (``Buffer(init="arbitrary")``)
+        self.arbitrary_terms: dict[Hashable, Any] = {}
+        for index, (loc, bits) in enumerate(getattr(program, "arbitrary_init", {}).items()):
+            garbage = z3.Const(f"garbage_{index}", self.sort)
+            self.arbitrary_terms[loc] = garbage
+            if program.value_bits is None:
+                self.cons.append(z3.And(garbage >= 0, garbage < 2 ** bits))
         #: with symbolic inputs and ``input_literal``: assuming this literal makes every input its constant
         self.concrete = z3.Bool("concrete", ctx=self.ctx)
         if symbolic_inputs and input_literal:
@@ -183,6 +190,8 @@ class Encoding:
     def wval(self, w: Event | None, loc: Hashable) -> Any:
         """The value a write (``None``: the initial value of ``loc``) stores."""
         if w is None:
+            if loc in self.arbitrary_terms:
+                return self.arbitrary_terms[loc]
             return self.term(self.program.init_value(loc))
         return self._written[w.id]
 
@@ -301,6 +310,8 @@ class Encoding:
         if self.live or not r.polled:
             return True
         instr = self.program.instrs[r.poll]
+        if w is None and r.loc in self.arbitrary_terms:
+            return True  # any pattern: it may satisfy the poll
         value = self.program.init_value(r.loc) if w is None else (
             w.value.c if isinstance(w.value, Lin) and w.value.is_const
             else w.value if isinstance(w.value, int) and w.kind is EventKind.WRITE else None)
@@ -893,7 +904,7 @@ class Encoding:
             co[str(loc)] = pairs
             co_order[str(loc)] = linearise([init] + [w.name for w in ws], pairs)
             final[str(loc)] = self.num(m, self.final_value(loc)) if loc in self._finals else (
-                written[co_order[str(loc)][-1]] if len(co_order[str(loc)]) > 1 else self.program.init_value(loc))
+                written[co_order[str(loc)][-1]] if len(co_order[str(loc)]) > 1 else self.num(m, self.wval(None, loc)))
         ext = {}
         for k, t in (extra or {}).items():
             t = self._translate(t) if isinstance(t, z3.ExprRef) else t

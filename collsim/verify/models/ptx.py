@@ -83,7 +83,8 @@ class PTXEncoding(Encoding):
         if not related:
             return False
         if a.is_mem and b.is_mem:
-            return a.loc == b.loc and a.virtual_loc == b.virtual_loc
+            # complete overlap: the same location, and the same element access where sizes differ (mixed size)
+            return a.loc == b.loc and a.virtual_loc == b.virtual_loc and a.span == b.span
         return True
 
     def must_order(self, a: Event, b: Event) -> bool:

@@ -188,6 +188,8 @@ class _Analysis:
             for r in instr.events:
                 if not r.polled:
                     continue
+                if r.loc in self.enc.arbitrary_terms:
+                    continue  # the initial value is any pattern: no write is known to be the one it exits on
                 values = [(w, program.init_value(r.loc) if w is None else _constant(w)) for w in self.cands[r.id]]
                 if any(v is None and w is not None for w, v in values):
                     continue
@@ -215,6 +217,8 @@ class _Analysis:
             for r in instr.events:
                 if not r.polled:
                     continue
+                if r.loc in enc.arbitrary_terms:
+                    continue  # a counter that starts as any pattern reaches no known threshold
                 adds = program.writes_at(r.loc)
                 steps = [_increment(a) for a in adds]
                 if not adds or any(s is None or s <= 0 for s in steps):
