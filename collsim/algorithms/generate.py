@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 
-from collsim.algorithms.algorithm import Algorithm
+from collsim.algorithms.algorithm import Algorithm, cta_slice
 from collsim.algorithms.one_shot import ONE_SHOT
 from collsim.algorithms.ring import RING
 from collsim.algorithms.two_shot import TWO_SHOT
@@ -38,9 +38,11 @@ def algorithm_named(name: str) -> Algorithm:
         raise InputError(f"unknown algorithm {name!r}", field="algorithm", choices=ALGORITHMS) from None
 
 
-def transfer_bytes(protocol: Protocol, algorithm: str) -> Expr:
-    """The most bytes one send of ``algorithm`` moves: the whole message for one-shot, a chunk otherwise."""
-    return algorithm_named(algorithm).transfer_bytes(protocol)
+def transfer_bytes(protocol: Protocol, algorithm: str, ctas: int | None = None) -> Expr:
+    """The most bytes one send of ``algorithm`` moves: the whole message for one-shot, a chunk otherwise; with
+    several CTAs per rank (``ctas``, default the protocol's), one CTA's slice of it."""
+    size = algorithm_named(algorithm).transfer_bytes(protocol)
+    return cta_slice(protocol, size, _ctas(protocol) if ctas is None else ctas)[0]
 
 
 def sync_rounds(protocol: Protocol, algorithm: str, nranks: int) -> int:
@@ -93,8 +95,11 @@ def _build_error(protocol: Protocol, algorithm: str, err: Exception) -> Exceptio
                              line=line)
 
 
-def generate(protocol: Protocol, algorithm: str) -> Program:
+def generate(protocol: Protocol, algorithm: str, ctas: int | None = None) -> Program:
     """The program every rank runs for one AllReduce with ``protocol`` under ``algorithm``.
+
+    ``ctas`` overrides the protocol's CTAs per rank (:attr:`~collsim.ir.protocol.Protocol.ctas`; the
+    verifier's bound may check fewer CTAs than the kernel launches).
 
     Raises
     ------
@@ -110,8 +115,9 @@ def generate(protocol: Protocol, algorithm: str) -> Program:
             field="algorithm",
             choices=protocol.algorithms,
         )
-    b = ProgramBuilder()
-    size = shape.transfer_bytes(protocol)
+    ctas = _ctas(protocol) if ctas is None else ctas
+    b = ProgramBuilder(ctas)
+    size = transfer_bytes(protocol, algorithm, ctas)
     launch = Launch(size, shape.exchanges)
     try:
         protocol.prologue(b, launch)
@@ -124,4 +130,12 @@ def generate(protocol: Protocol, algorithm: str) -> Program:
     domain = protocol.data_domain
     return Program(protocol.name, algorithm, b.ops, buffers, dict(b.registers),
                    forbidden_word=domain.forbidden_word if domain is not None else None,
-                   word_encoding=domain.encoding if domain is not None else None)
+                   word_encoding=domain.encoding if domain is not None else None, ctas=ctas)
+
+
+def _ctas(protocol: Protocol) -> int:
+    ctas = protocol.ctas
+    if not isinstance(ctas, int) or isinstance(ctas, bool) or ctas < 1:
+        raise ProtocolDefinitionError(f"protocol {protocol.name!r}: ctas (CTAs per rank) is a whole number >= 1, "
+                                      f"not {ctas!r}", field="ctas")
+    return ctas

@@ -41,6 +41,10 @@ class Buffer:
         reaches every rank's copy at once (:class:`~collsim.ir.ops.MulticastRef`; NVLink SHARP,
         sm_90 on an NVSwitch that multicasts). The buffer's size is then rounded up to the multicast
         granularity by whoever allocates it.
+    per_cta : bool
+        In a program of several CTAs per rank: every CTA has its own copy (an access by CTA ``c``
+        reaches copy ``c`` in whichever rank's memory it names), instead of one copy shared by the
+        rank's CTAs. A flag between CTAs of one GPU lives in a shared buffer (and needs gpu scope).
 
     Examples
     --------
@@ -59,6 +63,13 @@ class Buffer:
     init: FillPattern = FillPattern.ZERO
     role: str = "data"
     multicast: bool = False
+    per_cta: bool = False
+
+    def __repr__(self) -> str:
+        # a buffer shared by the rank's CTAs prints as before the field existed (cache keys)
+        text = (f"Buffer(name={self.name!r}, layout={self.layout!r}, depth={self.depth!r}, regions={self.regions!r}, "
+                f"lines={self.lines!r}, init={self.init!r}, role={self.role!r}, multicast={self.multicast!r}")
+        return text + (", per_cta=True)" if self.per_cta else ")")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "regions", as_expr(self.regions))
