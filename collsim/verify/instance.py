@@ -28,6 +28,7 @@ from collsim.verify.terms import Lin
 
 __all__ = [
     "Bounds",
+    "threads_text",
     "Lin",
     "EventKind",
     "InstrKind",
@@ -60,9 +61,12 @@ class Bounds:
     lines : int
         Lines per chunk (one-shot: per message).
     threads : int
-        Threads per rank.
+        Threads per CTA (per rank, with one CTA per rank).
     max_lanes : int
         Lines wider than this many store lanes are shrunk (see :mod:`collsim.verify.granules`).
+    ctas : int
+        CTAs per rank (the program is generated for this many; see :attr:`collsim.ir.protocol.Protocol.ctas`);
+        with several, ``lines`` counts each CTA's lines of a chunk.
     """
 
     ranks: int = 3
@@ -70,16 +74,28 @@ class Bounds:
     lines: int = 1
     threads: int = 1
     max_lanes: int = 2
+    ctas: int = 1
 
     def __post_init__(self) -> None:
         if self.ranks < 2:
             raise ValueError("the verifier needs at least 2 ranks")
-        if self.iterations < 1 or self.lines < 1 or self.threads < 1 or self.max_lanes < 1:
-            raise ValueError("iterations, lines, threads and max_lanes are at least 1")
+        if self.iterations < 1 or self.lines < 1 or self.threads < 1 or self.max_lanes < 1 or self.ctas < 1:
+            raise ValueError("iterations, lines, threads, max_lanes and ctas are at least 1")
+
+    def __repr__(self) -> str:
+        # one CTA per rank prints as before the field existed (verify cache keys)
+        text = (f"Bounds(ranks={self.ranks!r}, iterations={self.iterations!r}, lines={self.lines!r}, "
+                f"threads={self.threads!r}, max_lanes={self.max_lanes!r}")
+        return text + (f", ctas={self.ctas!r})" if self.ctas != 1 else ")")
 
     def describe(self) -> str:
         return (f"{self.ranks} ranks x {self.iterations} iterations, {self.lines} line(s) per chunk, "
-                f"{self.threads} thread(s) per rank")
+                f"{threads_text(self.threads, self.ctas)}")
+
+
+def threads_text(threads: int, ctas: int) -> str:
+    """``"2 thread(s) per rank"``, or with several CTAs per rank ``"2 CTAs x 2 thread(s) per rank"``."""
+    return f"{threads} thread(s) per rank" if ctas == 1 else f"{ctas} CTAs x {threads} thread(s) per rank"
 
 
 @contextmanager

@@ -51,7 +51,7 @@ def reference_run(low: VerifyInstance, max_rounds: int = 100000) -> RefRun:
                 key = instr.events[0].bar
                 waiting = [u for u, th in enumerate(low.threads) if pcs[u] < len(th)
                            and th[pcs[u]].kind == InstrKind.BARRIER and th[pcs[u]].events[0].bar == key]
-                members = sum(1 for p in low.placement if p.rank == key[0])
+                members = sum(1 for p in low.placement if p == low.placement[t])  # the threads of its CTA
                 if len(waiting) == members:
                     for u in waiting:
                         pcs[u] += 1

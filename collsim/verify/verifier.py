@@ -49,7 +49,7 @@ from collsim.verify.properties import (
     torn,
 )
 from collsim.verify.report import Counterexample, build_counterexample
-from collsim.verify.instance import long_integer_text
+from collsim.verify.instance import long_integer_text, threads_text
 from collsim.verify.solver import raise_if_interrupted
 from collsim.verify.symmetry import anchored_at_rank0, rank_rotation
 
@@ -87,10 +87,12 @@ class Bound:
     assumptions: tuple[str, ...]
     data_domain: bool
     notes: tuple[str, ...] = ()
+    #: CTAs per rank (the JSON form names them only when there are several)
+    ctas: int = 1
 
     def describe(self) -> str:
         text = (f"{self.ranks} ranks x {self.iterations} iterations, {self.lines} line(s) per chunk, "
-                f"{self.threads} thread(s) per rank, {self.model}")
+                f"{threads_text(self.threads, self.ctas)}, {self.model}")
         assumed = list(self.assumptions) + (["data domain"] if self.data_domain else [])
         text += ", assuming " + (", ".join(assumed) if assumed else "nothing")
         return text
@@ -99,13 +101,20 @@ class Bound:
         data = asdict(self)
         data["assumptions"] = list(self.assumptions)
         data["notes"] = list(self.notes)
+        if self.ctas == 1:
+            del data["ctas"]
         return data
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> "Bound":
         return Bound(data["ranks"], data["iterations"], data["lines"], data["threads"], data["model"],
-                     tuple(data["assumptions"]), data["data_domain"], tuple(data.get("notes", ())))
+                     tuple(data["assumptions"]), data["data_domain"], tuple(data.get("notes", ())),
+                     data.get("ctas", 1))
 
+
+#: the most CTAs per rank a default bound checks (two CTAs see every CTA-to-CTA ordering; the program is
+#: generated for the bound's CTAs, so the grid barrier counts them)
+MAX_VERIFIED_CTAS = 2
 
 #: the reason of an ``unknown`` verdict whose premise no execution reaches starts so
 VACUOUS = "vacuous"
@@ -589,7 +598,7 @@ def estimate(protocol: str | Protocol, algorithm: str | None = None, **kwargs: A
 
 def _bound(low: VerifyInstance, bounds: Bounds, model: str, assumptions: tuple[str, ...], data_domain: bool) -> Bound:
     return Bound(bounds.ranks, bounds.iterations, bounds.lines, bounds.threads, model, assumptions, data_domain,
-                 tuple(low.notes))
+                 tuple(low.notes), bounds.ctas)
 
 
 def _bounds_for(proto: Protocol, algorithm: str, ranks, iterations, lines, threads,
@@ -609,7 +618,8 @@ def _bounds_for(proto: Protocol, algorithm: str, ranks, iterations, lines, threa
     bounds = Bounds(ranks=ranks if ranks is not None else hints.get("ranks", 3),
                     iterations=iterations if iterations is not None else hints.get("iterations", 2),
                     lines=chosen_lines, threads=chosen_threads,
-                    max_lanes=max_lanes if max_lanes is not None else hints.get("max_lanes", 2))
+                    max_lanes=max_lanes if max_lanes is not None else hints.get("max_lanes", 2),
+                    ctas=hints.get("ctas", min(proto.ctas, MAX_VERIFIED_CTAS)))
     return bounds, (path.describe() if defaulted else None)
 
 
