@@ -71,13 +71,11 @@ class Program:
         return f"Program({text}" + (f", ctas={self.ctas})" if self.ctas != 1 else ")")
 
     def cta_env(self, env: Mapping[str, int], cta: int) -> dict[str, int]:
-        """``env`` for CTA ``cta`` of the rank: ``CTA`` and ``NCTAS`` bound (unchanged with one CTA per rank).
+        """``env`` for CTA ``cta`` of the rank: ``CTA`` and ``NCTAS`` bound.
 
         >>> Program("p", "one-shot", (), (), ctas=2).cta_env({"RANK": 1}, 1)
         {'RANK': 1, 'CTA': 1, 'NCTAS': 2}
         """
-        if self.ctas == 1:
-            return dict(env)
         if not 0 <= cta < self.ctas:
             raise ValueError(f"program {self.protocol}/{self.algorithm} has CTAs 0 .. {self.ctas - 1}, not {cta}")
         return {**env, "CTA": cta, "NCTAS": self.ctas}

@@ -39,7 +39,7 @@ from collsim.ir.visit import OpVisitor
 __all__ = ["SimKind", "SimOp", "Block", "SimProgram", "lower_for_sim", "STORE", "LOAD", "POLL", "FENCE", "ATOMIC",
            "REDUCE", "WRITE", "SYNC", "KERNEL_END", "MC_LOAD_REDUCE", "MC_STORE", "MC_RED", "HOST_MEMSET",
            "HOST_BARRIER", "KIND_NAMES",
-           "EVERY_COPY", "BoundRank"]
+           "EVERY_COPY", "BoundRank", "cta_copy"]
 
 
 class SimKind(IntEnum):
@@ -149,9 +149,15 @@ def _source_tuple(source: Any) -> str:
     raise TypeError(f"unknown data source {source!r}")
 
 
-def _ref_tuple(ref: Any) -> str:
+def cta_copy(buffer: str, cta: int) -> str:
+    """The simulator's name of CTA ``cta``'s copy of a ``per_cta`` buffer (its own memory locations)."""
+    return f"{buffer}@cta{cta}"
+
+
+def _ref_tuple(ref: Any, per_cta: bool = False) -> str:
     owner = str(EVERY_COPY) if isinstance(ref, MulticastRef) else _src(ref.rank)
-    return (f"({ref.buffer!r}, {owner}, {_src(ref.slot)}, {_src(ref.region)}, {_src(ref.line)}, "
+    name = f"{ref.buffer!r} + '@cta' + str(e['CTA'])" if per_cta else repr(ref.buffer)
+    return (f"({name}, {owner}, {_src(ref.slot)}, {_src(ref.region)}, {_src(ref.line)}, "
             f"{_src(ref.lines)})")
 
 
@@ -181,9 +187,10 @@ class _Fields:
         self.fields: dict[str, str] = {"kind": str(int(kind)), "label": repr(label)}
         self.consts: dict[str, Any] = {"op": op}
         if ref is not None:
-            self.fields["ref"] = _ref_tuple(ref)
+            buf = program.buffer(ref.buffer)
+            self.fields["ref"] = _ref_tuple(ref, buf.per_cta and program.ctas > 1)
             self.fields["key"] = "o.ref[:4]"
-            layout = self.consts["layout"] = program.buffer(ref.buffer).layout
+            layout = self.consts["layout"] = buf.layout
             self.consts["line_bytes"] = layout.line_bytes
             self.consts["data_bytes"] = layout.data_bytes
             # the words a poll inspects are flag words (set by a store's flag), not data words
@@ -196,7 +203,7 @@ class _Fields:
             self.fields["into"] = repr(op.into)
         if hasattr(op, "into_offset"):
             self.fields["into_offset"] = _src(op.into_offset)
-        self.consts["leader"] = getattr(op, "issuer", Issuer.ALL) is Issuer.LEADER
+        self.consts["leader"] = getattr(op, "issuer", Issuer.ALL).leads
         sem = getattr(op, "sem", None)
         self.consts["releasing"] = sem in _RELEASING
         self.consts["acquiring"] = sem in _ACQUIRING
@@ -320,6 +327,8 @@ class _Compiler(OpVisitor):
         bind, rebind, timed_by_rank = _binder(op, f)
         if timed_by_rank:
             self.lowered.rank_timed.add(id(op))
+        if getattr(op, "issuer", None) is Issuer.GRID_LEADER and self.program.ctas > 1:
+            return ("cta0", bind, rebind)  # bound for CTA 0 only (SimProgram.bind)
         return ("op", bind, rebind)
 
 
@@ -406,12 +415,14 @@ class SimProgram:
     def _bind(self, tree: list[Any], e: dict, loops: tuple, updates: list | None) -> list[Any]:
         out: list[Any] = []
         for item in tree:
-            if item[0] == "op":
+            if item[0] == "op" or (item[0] == "cta0" and not e["CTA"]):
                 bound = item[1](e, loops)
                 if updates is not None and item[2] is not None:
                     updates.append((bound, item[2], loops))
                 out.append(bound)
                 continue
+            if item[0] == "cta0":
+                continue  # thread 0 of CTA 0 alone issues it
             _, var, count, body, lanes, label, has_poll = item
             saved = e.get(var, _MISSING)
             iterations = []

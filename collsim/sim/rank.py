@@ -224,9 +224,9 @@ class Rank(OpVisitor):
         self.record = sim.record
         self.memory = sim.memory
         #: bytes the rank's CTAs keep outstanding: a transfer up to that size is not paced by their engine
-        self.burst = sim.channels * self.c.cta_bytes_in_flight
+        self.burst = sim.process_ctas * self.c.cta_bytes_in_flight
         #: element additions per µs of the rank's CTAs (FP32 lanes x clock)
-        self.add_rate = sim.channels * self.c.fp32_lanes_per_sm * self.c.sm_clock_ghz * 1e3
+        self.add_rate = sim.process_ctas * self.c.fp32_lanes_per_sm * self.c.sm_clock_ghz * 1e3
         #: kind -> this rank's rule for it (the visitor's dispatch, as a list for the hot path)
         self._rules: list[Any] = [None] * len(OP_TYPES)  # a Loop is a Block, walked by visit_loop
         for kind in SimKind:
@@ -660,7 +660,7 @@ class Rank(OpVisitor):
         if rate is None:
             route, back = self._pair(owner)
             rtt = route.latency + back.costs.remote_read_us + back.latency
-            rate = self._rates[owner] = self.sim.channels * back.costs.cta_bytes_in_flight / rtt
+            rate = self._rates[owner] = self.sim.process_ctas * back.costs.cta_bytes_in_flight / rtt
         return rate
 
     def _pair(self, owner: int) -> tuple[Any, Any]:
