@@ -164,6 +164,19 @@ class VerifyInstance(Program):
                     env[("in", r, i, e)] = input_value(r, i, e, self.bounds, self.elements)
         return env
 
+    def thread_text(self, thread: int, short: bool = False) -> str:
+        """How counterexamples name ``thread`` within its rank: ``thread 1`` (``t1``), or with several CTAs per
+        rank ``CTA 1 thread 0`` (``c1.t0``)."""
+        t = thread % self.bounds.threads
+        if self.bounds.ctas == 1:
+            return f"t{t}" if short else f"thread {t}"
+        cta = self.placement[thread].cta
+        return f"c{cta}.t{t}" if short else f"CTA {cta} thread {t}"
+
+    def cta_of(self, thread: int) -> int | None:
+        """The CTA of ``thread`` within its rank, None with one CTA per rank."""
+        return None if self.bounds.ctas == 1 else self.placement[thread].cta
+
     def rank_of(self, thread: int) -> int:
         rank = self.placement[thread].rank
         return thread if rank is None else rank

@@ -39,9 +39,10 @@ class CounterexampleStep:
     note: str = ""
     mark: bool = False  # the step the violation is about
     source: str = ""  # where protocol code emitted the op (file:line); empty for the algorithm's own ops
+    cta: int | None = None  # the thread's CTA within its rank, with several CTAs per rank
 
     def render(self) -> str:
-        who = f"rank {self.rank} t{self.thread}"
+        who = f"rank {self.rank} t{self.thread}" if self.cta is None else f"rank {self.rank} c{self.cta}.t{self.thread}"
         head = f"{'>>' if self.mark else '  '} {who:<10} it{self.iteration}  {self.op:<28} {self.action:<7} {self.target}"
         lines = [head.rstrip()]
         if self.source:
@@ -69,7 +70,7 @@ class Counterexample:
 
     def to_json(self) -> dict[str, Any]:
         return {"property": self.property, "reason": self.reason,
-                "steps": [asdict(s) for s in self.steps], "facts": self.facts}
+                "steps": [_step_json(s) for s in self.steps], "facts": self.facts}
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> "Counterexample":
@@ -143,11 +144,18 @@ def _true(model: z3.ModelRef, term: Any) -> bool:
     return z3.is_true(model.eval(term, model_completion=True))
 
 
+def _step_json(step: CounterexampleStep) -> dict[str, Any]:
+    data = asdict(step)
+    if step.cta is None:
+        del data["cta"]  # one CTA per rank: as before the field existed
+    return data
+
+
 def _writer_text(w: VerifyEvent | None, low: VerifyInstance) -> str:
     if w is None:
         return "the initial value"
     source = low.threads[w.thread][w.instr].source
-    return f"rank {w.rank} t{w.thread % low.bounds.threads} {w.label} (iteration {w.iteration}{_at(source)})"
+    return f"rank {w.rank} {low.thread_text(w.thread, short=True)} {w.label} (iteration {w.iteration}{_at(source)})"
 
 
 def _at(source: str) -> str:
@@ -207,7 +215,7 @@ class _Builder:
         elif first is not None and first.kind == EventKind.FENCE:
             target = f"fence.{first.sem}.{first.scope}"
         elif first is not None and first.kind == EventKind.BARRIER:
-            target = "bar.sync (rank's threads)"
+            target = "bar.sync (rank's threads)" if low.bounds.ctas == 1 else "bar.sync (the CTA's threads)"
         if instr.kind == InstrKind.POLL and instr.predicate:
             target += f" until {instr.predicate.describe()}"
             stuck = self.ex.stuck.get(instr.id) if self.ex.live else None
@@ -216,7 +224,7 @@ class _Builder:
         rank = low.rank_of(instr.thread)
         return CounterexampleStep(rank=rank, thread=instr.thread % low.bounds.threads, iteration=instr.iteration, op=instr.label,
                     action=kinds.get(instr.kind, instr.kind), target=target, values=values, note=note, mark=mark,
-                    source=instr.source)
+                    source=instr.source, cta=low.cta_of(instr.thread))
 
     def timeline(self, key_instrs: list[VerifyInstr], marks: dict[int, str], limit: int = 40) -> list[CounterexampleStep]:
         """Steps for ``key_instrs`` plus the synchronization around them, in an order consistent with po and rf."""
@@ -286,7 +294,7 @@ def _where(e: VerifyEvent) -> str:
 
 
 def _who(e: VerifyEvent, low: VerifyInstance) -> str:
-    return f"rank {e.rank} thread {e.thread % low.bounds.threads} ({e.label}, iteration {e.iteration})"
+    return f"rank {e.rank} {low.thread_text(e.thread)} ({e.label}, iteration {e.iteration})"
 
 
 def build_counterexample(query, ex, model: z3.ModelRef, ref: RefRun | None,
@@ -373,7 +381,7 @@ def build_counterexample(query, ex, model: z3.ModelRef, ref: RefRun | None,
             if why:
                 texts[-1] += f": {why}"
         want = instr.predicate.describe()
-        reason = (f"rank {low.rank_of(instr.thread)} thread {instr.thread % low.bounds.threads} waits at "
+        reason = (f"rank {low.rank_of(instr.thread)} {low.thread_text(instr.thread)} waits at "
                   f"{instr.label} (iteration {instr.iteration}{_at(instr.source)}) for {want} but "
                   f"{'; '.join(texts)}; no thread that is still running will write it again")
         return Counterexample(prop, reason, b.timeline(keys, marks), facts)
@@ -446,11 +454,11 @@ def _where_stopped(b: _Builder, thread: int) -> str:
         for iid, lit in b.ex.stuck.items():
             stuck = low.instrs[iid]
             if stuck.thread == thread and _true(b.m, lit):
-                return (f"rank {low.rank_of(thread)} thread {thread % low.bounds.threads} is itself stuck at "
+                return (f"rank {low.rank_of(thread)} {low.thread_text(thread)} is itself stuck at "
                         f"{stuck.label} (iteration {stuck.iteration}{_at(stuck.source)})")
     for instr in low.threads[thread]:
         if instr.events and not b.executed(instr.events[0]):
-            return (f"rank {low.rank_of(thread)} thread {thread % low.bounds.threads} never gets past "
+            return (f"rank {low.rank_of(thread)} {low.thread_text(thread)} never gets past "
                     f"{instr.label} (iteration {instr.iteration}{_at(instr.source)})")
     return ""
 
