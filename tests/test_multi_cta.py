@@ -76,7 +76,7 @@ def test_threads_are_rank_cta_thread_and_scopes_include_exactly():
     assert placement[0].includes("sys", other_gpu)
     # the grid leader's flag store runs in CTA 0 only; each CTA's leader arrives at the grid barrier
     posts = {low.placement[i.thread].cta for i in low.instrs if i.label.startswith("post_step")}
-    arrivals = {low.placement[i.thread].cta for i in low.instrs if i.label == "grid_barrier.sent.arrive"}
+    arrivals = {low.placement[i.thread].cta for i in low.instrs if i.label == "grid_barrier.sent.cta_arrive"}
     assert posts == {0} and arrivals == {0, 1}
     # bar.sync is per CTA: each barrier's events are the threads of one CTA
     for instr in low.instrs:
@@ -116,7 +116,7 @@ def test_a_cta_scoped_sync_between_ctas_is_flagged_at_its_line():
     program = generate(load_protocol_file(str(EXAMPLES / "grid_push_cta_scope.py")), "one-shot")
     findings = cta_scope_findings(program, lambda op: f"{op.origin.file}:{op.origin.line}")
     assert findings and all("cta scope" in f for f in findings)
-    assert any("grid_push.py:" in f and "grid_barrier.sent.arrive" in f for f in findings)
+    assert any("grid_push.py:" in f and "grid_barrier.sent.cta_arrive" in f for f in findings)
     assert not cta_scope_findings(generate(_grid_push(), "one-shot"))
     result = verify(str(EXAMPLES / "grid_push_cta_scope.py"), "one-shot", ranks=2, properties=["stale-read"],
                     dependencies=False, use_cache=False)

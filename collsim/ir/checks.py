@@ -89,7 +89,7 @@ def cta_scope_findings(program: Program, where: Callable[[Op], str] = lambda op:
     >>> grid_barrier(b, 1, scope=Scope.CTA)
     >>> program = Program("p", "one-shot", b.ops, (grid_counter_buffer(),), ctas=2)
     >>> print(cta_scope_findings(program)[0])
-    grid_barrier.arrive: grid_barrier.arrive, an atomic at cta scope on grid_arrivals, which CTA 1 of rank 0 also accesses: cta scope orders it with its own CTA only (use gpu scope between the CTAs of one GPU, sys between GPUs)
+    grid_barrier.cta_arrive: grid_barrier.cta_arrive, an atomic at cta scope on grid_arrivals, which CTA 1 of rank 0 also accesses: cta scope orders it with its own CTA only (use gpu scope between the CTAs of one GPU, sys between GPUs)
     """
     if program.ctas == 1:
         return []

@@ -150,7 +150,7 @@ def grid_barrier(
     """
     b.emit(SyncGroup(label=f"{label}.sync_before"))
     b.emit(Atomic(RmwOp.ADD, Ref(counter, RANK, region=which), 1, arrive_sem, scope, issuer=Issuer.LEADER,
-                  label=f"{label}.arrive"))
+                  label=f"{label}.cta_arrive"))  # a CTA's arrival, not a rank's (sync_rounds counts those)
     b.emit(PollUntil(Ref(counter, RANK, region=which), AtLeast(NCTAS * use), wait_sem, scope, issuer=Issuer.LEADER,
                      label=f"{label}.wait"))
     if sync_after:
