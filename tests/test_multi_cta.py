@@ -174,3 +174,16 @@ def test_emitted_kernel_compiles_and_its_ptx_holds_the_grid_barrier(tmp_path, na
 
 def test_grid_leader_is_the_leader_with_one_cta():
     assert Issuer.GRID_LEADER.leads and Issuer.LEADER.leads and not Issuer.ALL.leads
+
+
+def test_rank_symmetry_is_checked_mechanically_with_several_ctas():
+    from collsim.verify.reference import reference_run
+    from collsim.verify.symmetry import rank_rotation
+
+    low = lower_instance(_grid_push(), "one-shot", Bounds(ranks=3, iterations=2, lines=1, threads=2, ctas=2))
+    rotation = rank_rotation(low, reference_run(low))
+    assert rotation is not None and len(rotation) == len(low.events)
+    # the rotation keeps each event's CTA and moves its rank
+    for a, b in list(rotation.items())[:50]:
+        pa, pb = low.placement[low.events[a].thread], low.placement[low.events[b].thread]
+        assert pa.cta == pb.cta and pb.rank == (pa.rank + 1) % 3
