@@ -187,3 +187,17 @@ def test_rank_symmetry_is_checked_mechanically_with_several_ctas():
     for a, b in list(rotation.items())[:50]:
         pa, pb = low.placement[low.events[a].thread], low.placement[low.events[b].thread]
         assert pa.cta == pb.cta and pb.rank == (pa.rank + 1) % 3
+
+
+def test_host_actions_with_several_ctas_are_refused_at_their_line():
+    from collsim.errors import UnsupportedError
+    from collsim.ir.ops import HostMemset, Ref
+
+    class WithMemset(type(_grid_push())):
+        name = "grid-push-memset"
+
+        def prologue(self, b, launch):
+            b.emit(HostMemset(Ref("steps", 0)))
+
+    with pytest.raises(UnsupportedError, match=r"test_multi_cta.py:\d+: .*host action host_memset"):
+        generate(WithMemset(), "one-shot")

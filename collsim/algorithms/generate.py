@@ -12,11 +12,11 @@ from collsim.algorithms.algorithm import Algorithm, cta_slice
 from collsim.algorithms.one_shot import ONE_SHOT
 from collsim.algorithms.ring import RING
 from collsim.algorithms.two_shot import TWO_SHOT
-from collsim.errors import CollsimError, InputError, ProtocolDefinitionError
+from collsim.errors import CollsimError, InputError, ProtocolDefinitionError, UnsupportedError
 from collsim.ir.expr import Expr
-from collsim.ir.ops import KernelBoundary
+from collsim.ir.ops import HOST_ACTIONS, KernelBoundary
 from collsim.ir.origin import SourceLocation, shown_path, traceback_location
-from collsim.ir.program import Program, ProgramBuilder
+from collsim.ir.program import Program, ProgramBuilder, walk
 from collsim.ir.protocol import Launch, Protocol
 
 __all__ = ["ALGORITHMS", "ProgramBuildError", "algorithm_named", "generate", "sync_rounds", "transfer_bytes"]
@@ -127,10 +127,21 @@ def generate(protocol: Protocol, algorithm: str, ctas: int | None = None) -> Pro
     except Exception as err:  # noqa: BLE001 - any mistake in protocol code is reported with its line
         raise _build_error(protocol, algorithm, err) from None
     b.emit(KernelBoundary())
+    if ctas > 1:
+        _refuse_host_actions(protocol, b.ops, ctas)
     domain = protocol.data_domain
     return Program(protocol.name, algorithm, b.ops, buffers, dict(b.registers),
                    forbidden_word=domain.forbidden_word if domain is not None else None,
                    word_encoding=domain.encoding if domain is not None else None, ctas=ctas)
+
+
+def _refuse_host_actions(protocol: Protocol, ops: tuple, ctas: int) -> None:
+    """Host actions with several CTAs per rank are not modelled by any consumer: refuse them at their line."""
+    for op in walk(ops):
+        if isinstance(op, HOST_ACTIONS):
+            where = f"{shown_path(op.origin.file)}:{op.origin.line}: " if op.origin is not None else ""
+            raise UnsupportedError(f"{where}protocol {protocol.name!r}: host action {op.label} in a program of "
+                                   f"{ctas} CTAs per rank is not modelled (host actions run with one CTA per rank)")
 
 
 def _ctas(protocol: Protocol) -> int:

@@ -412,6 +412,15 @@ def _readme(program: EmittedProgram) -> str:
         f"register hand-off barriers added by the emitter: {len(plan.sync_before)}",
         f"* Architectures: {', '.join(program.archs)} (minimum sm_{program.min_sm})",
     ]
+    if plan.program.ctas > 1:
+        shared = [b.name for b in plan.program.buffers if not b.per_cta]
+        lines += [
+            f"* CTAs per rank: {plan.program.ctas}, working together on the whole message (run with "
+            f"`--ctas {plan.program.ctas}`); they share "
+            + (", ".join(f"`{name}`" for name in shared) or "no buffer")
+            + " and meet at grid barriers built from gpu-scope atomics and polls, so every block must be resident "
+            "at once (the launch is cooperative and refuses more blocks than the GPU has SMs)",
+        ]
     multicast = [b.name for b in plan.program.buffers if b.multicast]
     if multicast:
         lines += [

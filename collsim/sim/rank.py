@@ -1,7 +1,10 @@
 """One rank's program as a SimPy process: what every operation costs and what it waits for.
 
 A rank's threads are one process walking the bound ops in program order
-(:mod:`collsim.sim.lower`); a loop whose iterations are lanes gives each
+(:mod:`collsim.sim.lower`), standing for the rank's channels; a program of
+several CTAs per rank (:attr:`collsim.ir.program.Program.ctas`) is one
+process per CTA, each with one CTA's burst and add rate, sharing the rank's
+engines, HBM, links and memory (:class:`~collsim.sim.simulation.Simulation`); a loop whose iterations are lanes gives each
 lane its own clock, starting when the loop starts, and ends when its
 slowest lane ends. A clock advances only through blocking work. The
 process yields to SimPy only when a poll must wait for writes that are not

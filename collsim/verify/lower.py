@@ -678,9 +678,6 @@ class _ElementLowering(OpVisitor):
                     for flat in self.program.flatten(env):
                         self.signature.append(f"{where}{flat.name}:{flat.op!r}")
                         self.source = op_source(flat.op)
-                        if self.C > 1 and isinstance(flat.op, (HostMemset, HostBarrier)):
-                            raise UnsupportedError(f"{_op_where(flat.op)}: host action {flat.name} in a program of "
-                                                   f"{self.C} CTAs per rank is not modelled by the verifier")
                         if getattr(flat.op, "issuer", None) is Issuer.GRID_LEADER and cta != 0:
                             continue  # thread 0 of CTA 0 alone
                         self.visit(flat.op, _Site(flat.name, rank, iteration, regs_of[cta], env))
