@@ -95,6 +95,13 @@ def test_grid_push_holds_and_the_bound_states_its_ctas():
     assert result.bound.to_json()["ctas"] == 2
 
 
+def test_the_bound_may_check_fewer_ctas(collsim_cli):
+    one = verify(GRID_PUSH, "one-shot", ranks=2, ctas=1, dependencies=False, use_cache=False)
+    assert one.ok and one.bound.ctas == 1 and "CTAs" not in one.bound.describe()
+    code, _, err = collsim_cli("verify", "ll", "--ctas", "0")
+    assert code == 2 and "--ctas" in err
+
+
 def test_the_bound_of_a_one_cta_protocol_prints_as_before():
     bound = verify("ll", "one-shot", ranks=2, properties=["stale-read"], dependencies=False, use_cache=False).bound
     assert "ctas" not in bound.to_json() and "2 thread(s) per rank, ptx" in bound.describe()

@@ -43,6 +43,7 @@ def verify_command(
     timeout: float = typer.Option(60.0, "--timeout", help="Solver time limit per property, in seconds."),
     lines: Optional[int] = typer.Option(None, "--lines", help="Lines per chunk (default 1)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="Threads per rank (default 1)."),
+    ctas: Optional[int] = typer.Option(None, "--ctas", help="CTAs per rank (default: the protocol's, at most 2)."),
     dependencies: bool = typer.Option(True, "--dependencies/--no-dependencies",
                                       help="Re-check without each assumption and without the data domain."),
     cache: bool = typer.Option(True, "--cache/--no-cache", help="Use and fill the verdict cache."),
@@ -69,7 +70,8 @@ def verify_command(
         raise InputError("the bound needs at least 2 ranks", field="--ranks")
     if iterations is not None and iterations < 1:
         raise InputError("the bound needs at least 1 iteration", field="--iterations")
-    for flag, value, what in (("--lines", lines, "line per chunk"), ("--threads", threads, "thread per rank")):
+    for flag, value, what in (("--lines", lines, "line per chunk"), ("--threads", threads, "thread per rank"),
+                              ("--ctas", ctas, "CTA per rank")):
         if value is not None and value < 1:
             raise InputError(f"the bound needs at least 1 {what}, got {value}", field=flag)
     common = dict(ranks=ranks, iterations=iterations, model=model, timeout=timeout, lines=lines, threads=threads,
@@ -98,6 +100,8 @@ def verify_command(
         raise InputError("name a protocol (or use --all)", field="protocol")
 
     options = dict(assume=assume, flag_bits=flag_bits, dependencies=dependencies, **common)
+    if ctas is not None:
+        options["ctas"] = ctas
     long_run = _warn_if_large(protocol, algorithm, options)
     title = f"verifying {protocol}" + (f" ({algorithm})" if algorithm else "") + f" under {model}"
     with working(title) as update:
@@ -121,7 +125,7 @@ def _warn_if_large(protocol: str, algorithm: str | None, options: dict[str, Any]
     a long run (its progress then goes to stderr line by line when stderr is not a terminal)."""
     from collsim.verify.verifier import LONG_UNKNOWNS, SLOW_UNKNOWNS, estimate  # lazy: start-up
 
-    if all(options.get(k) is None for k in ("ranks", "iterations", "lines", "threads")):
+    if all(options.get(k) is None for k in ("ranks", "iterations", "lines", "threads", "ctas")):
         return False  # the default bound: seconds
     size = estimate(protocol, algorithm, **options)
     if size.unknowns > SLOW_UNKNOWNS:

@@ -602,7 +602,7 @@ def _bound(low: VerifyInstance, bounds: Bounds, model: str, assumptions: tuple[s
 
 
 def _bounds_for(proto: Protocol, algorithm: str, ranks, iterations, lines, threads,
-                max_lanes) -> tuple[Bounds, str | None]:
+                max_lanes, ctas=None) -> tuple[Bounds, str | None]:
     """The bound to check: the options given, else the protocol's ``verify_bounds`` hints, else the defaults.
 
     The default threads and lines come from the width of the data path (:func:`~collsim.verify.lower.data_path`):
@@ -619,7 +619,7 @@ def _bounds_for(proto: Protocol, algorithm: str, ranks, iterations, lines, threa
                     iterations=iterations if iterations is not None else hints.get("iterations", 2),
                     lines=chosen_lines, threads=chosen_threads,
                     max_lanes=max_lanes if max_lanes is not None else hints.get("max_lanes", 2),
-                    ctas=hints.get("ctas", min(proto.ctas, MAX_VERIFIED_CTAS)))
+                    ctas=ctas if ctas is not None else hints.get("ctas", min(proto.ctas, MAX_VERIFIED_CTAS)))
     return bounds, (path.describe() if defaulted else None)
 
 
@@ -641,7 +641,8 @@ class _Plan:
 def _plan(protocol: str | Protocol, algorithm: str | None, *, ranks: int | None = None,
           iterations: int | None = None, model: str = "ptx", assume: Iterable[str] | None = None,
           flag_bits: int | None = None, lines: int | None = None, threads: int | None = None,
-          max_lanes: int | None = None, dependencies: bool = True, properties: Iterable[str] | None = None) -> _Plan:
+          max_lanes: int | None = None, dependencies: bool = True, properties: Iterable[str] | None = None,
+          ctas: int | None = None) -> _Plan:
     """Check the arguments of :func:`verify` and lower the program (no solving)."""
     if model not in ("ptx", "sc"):
         raise InputError(f"unknown memory model {model!r}", field="--model", choices=["ptx", "sc"])
@@ -655,7 +656,7 @@ def _plan(protocol: str | Protocol, algorithm: str | None, *, ranks: int | None 
     for a in active:
         get_assumption(a)
     props = list(PROPERTIES) if properties is None else [normalize_property(p) for p in properties]
-    bounds, bound_note = _bounds_for(proto, algorithm, ranks, iterations, lines, threads, max_lanes)
+    bounds, bound_note = _bounds_for(proto, algorithm, ranks, iterations, lines, threads, max_lanes, ctas)
     expected = normalize_property(proto.expected_violation) if proto.expected_violation else None
     low = lower_instance(proto, algorithm, bounds, active, recheck=dependencies)
     if bound_note:
@@ -685,6 +686,7 @@ def verify(
     properties: Iterable[str] | None = None,
     use_cache: bool = True,
     progress: "Callable[[str], None] | None" = None,
+    ctas: int | None = None,
 ) -> VerifyResult:
     """Check every property of ``protocol`` under ``algorithm`` (default: its first) at a bound.
 
@@ -696,6 +698,8 @@ def verify(
         Hardware assumptions to prove under (default: the protocol's declared ones).
     flag_bits : int, optional
         Override the protocol's ``flag_bits`` parameter (epoch wrap-around).
+    ctas : int, optional
+        CTAs per rank in the bound (default: the protocol's ``ctas``, at most :data:`MAX_VERIFIED_CTAS`).
     dependencies : bool
         Also re-check without each assumption and without the data-domain restriction.
     properties : names, optional
@@ -711,7 +715,7 @@ def verify(
     start = time.perf_counter()
     plan = _plan(protocol, algorithm, ranks=ranks, iterations=iterations, model=model, assume=assume,
                  flag_bits=flag_bits, lines=lines, threads=threads, max_lanes=max_lanes, dependencies=dependencies,
-                 properties=properties)
+                 properties=properties, ctas=ctas)
     proto, algorithm, bounds, low, active, domain, props, expected, key = (
         plan.proto, plan.algorithm, plan.bounds, plan.low, plan.active, plan.domain, plan.props, plan.expected,
         plan.key)
