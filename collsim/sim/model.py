@@ -183,6 +183,10 @@ def _notes(request: SimRequest) -> list[str]:
     if assumptions and not _all_nvlink(topo, n):
         notes.append(f"{request.protocol.name} relies on {', '.join(assumptions)}, which only verified NVLink "
                      "paths are trusted to provide; costed anyway over this non-NVLink route")
+    ctas = getattr(request.protocol, "ctas", 1)
+    if ctas > 1 and request.channels and request.channels != ctas:
+        notes.append(f"{request.protocol.name} runs {ctas} CTAs per rank, which work together on the message: "
+                     f"channels = {request.channels} is not applied")
     return notes
 
 
