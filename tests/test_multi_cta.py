@@ -208,3 +208,32 @@ def test_host_actions_with_several_ctas_are_refused_at_their_line():
 
     with pytest.raises(UnsupportedError, match=r"test_multi_cta.py:\d+: .*host action host_memset"):
         generate(WithMemset(), "one-shot")
+
+
+def test_sim_ctas_meet_only_through_memory():
+    """Each CTA's arrival is counted once in the rank's memory: a wait for NCTAS arrivals passes, one for
+    NCTAS + 1 never does (the simulated launch hangs)."""
+    from collsim.errors import CollsimError
+    from collsim.ir.expr import NCTAS, RANK
+    from collsim.ir.library import grid_counter_buffer
+    from collsim.ir.ops import AtLeast, Atomic, PollUntil, Ref
+    from collsim.ir.types import RmwOp, Scope, Sem
+
+    def counted(extra):
+        class Counted(type(_grid_push())):
+            name = f"grid-push-counted-{extra}"
+
+            def buffers(self, transfer_bytes):
+                return super().buffers(transfer_bytes) + (grid_counter_buffer("arrivals"),)
+
+            def epilogue(self, b, launch):
+                b.emit(Atomic(RmwOp.ADD, Ref("arrivals", RANK), 1, Sem.RELEASE, Scope.GPU, issuer=Issuer.LEADER))
+                b.emit(PollUntil(Ref("arrivals", RANK), AtLeast(NCTAS + extra), Sem.ACQUIRE, Scope.GPU,
+                                 issuer=Issuer.LEADER))
+
+        return Counted()
+
+    ok = simulate("hgx-h100", ranks=2, algorithm="one-shot", protocol=counted(0), size_bytes=4096, model="des")
+    assert ok.latency_us > 0
+    with pytest.raises(CollsimError, match="hangs"):
+        simulate("hgx-h100", ranks=2, algorithm="one-shot", protocol=counted(1), size_bytes=4096, model="des")
