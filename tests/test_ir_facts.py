@@ -30,8 +30,9 @@ def test_declared_sync_rounds_are_the_barriers_the_program_runs(name, algorithm)
     protocol = load_protocol(name)
     nranks = 4
     env = {"RANK": 0, "NRANKS": nranks, "ITER": 0, "MSG": 4096}
+    program = generate(protocol, algorithm)
     arrivals = sum(nranks - 1 if isinstance(f.op, MultimemRed) else 1
-                   for f in generate(protocol, algorithm).flatten(env) if f.op.label.endswith(".arrive"))
+                   for f in program.flatten(program.cta_env(env, 0)) if f.op.label.endswith(".arrive"))
     assert arrivals == sync_rounds(protocol, algorithm, nranks) * (nranks - 1)
 
 

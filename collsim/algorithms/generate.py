@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import inspect
 
-from collsim.algorithms.algorithm import Algorithm
+from collsim.algorithms.algorithm import Algorithm, cta_slice
 from collsim.algorithms.one_shot import ONE_SHOT
 from collsim.algorithms.ring import RING
 from collsim.algorithms.two_shot import TWO_SHOT
-from collsim.errors import CollsimError, InputError, ProtocolDefinitionError
+from collsim.errors import CollsimError, InputError, ProtocolDefinitionError, UnsupportedError
 from collsim.ir.expr import Expr
-from collsim.ir.ops import KernelBoundary
+from collsim.ir.ops import HOST_ACTIONS, BulkLoad, KernelBoundary, ProxyThread
 from collsim.ir.origin import SourceLocation, shown_path, traceback_location
-from collsim.ir.program import Program, ProgramBuilder
+from collsim.ir.program import Program, ProgramBuilder, walk
 from collsim.ir.protocol import Launch, Protocol
 
 __all__ = ["ALGORITHMS", "ProgramBuildError", "algorithm_named", "generate", "sync_rounds", "transfer_bytes"]
@@ -38,9 +38,11 @@ def algorithm_named(name: str) -> Algorithm:
         raise InputError(f"unknown algorithm {name!r}", field="algorithm", choices=ALGORITHMS) from None
 
 
-def transfer_bytes(protocol: Protocol, algorithm: str) -> Expr:
-    """The most bytes one send of ``algorithm`` moves: the whole message for one-shot, a chunk otherwise."""
-    return algorithm_named(algorithm).transfer_bytes(protocol)
+def transfer_bytes(protocol: Protocol, algorithm: str, ctas: int | None = None) -> Expr:
+    """The most bytes one send of ``algorithm`` moves: the whole message for one-shot, a chunk otherwise; with
+    several CTAs per rank (``ctas``, default the protocol's), one CTA's slice of it."""
+    size = algorithm_named(algorithm).transfer_bytes(protocol)
+    return cta_slice(protocol, size, _ctas(protocol) if ctas is None else ctas)[0]
 
 
 def sync_rounds(protocol: Protocol, algorithm: str, nranks: int) -> int:
@@ -93,8 +95,11 @@ def _build_error(protocol: Protocol, algorithm: str, err: Exception) -> Exceptio
                              line=line)
 
 
-def generate(protocol: Protocol, algorithm: str) -> Program:
+def generate(protocol: Protocol, algorithm: str, ctas: int | None = None) -> Program:
     """The program every rank runs for one AllReduce with ``protocol`` under ``algorithm``.
+
+    ``ctas`` overrides the protocol's CTAs per rank (:attr:`~collsim.ir.protocol.Protocol.ctas`; the
+    verifier's bound may check fewer CTAs than the kernel launches).
 
     Raises
     ------
@@ -110,8 +115,9 @@ def generate(protocol: Protocol, algorithm: str) -> Program:
             field="algorithm",
             choices=protocol.algorithms,
         )
-    b = ProgramBuilder()
-    size = shape.transfer_bytes(protocol)
+    ctas = _ctas(protocol) if ctas is None else ctas
+    b = ProgramBuilder(ctas)
+    size = transfer_bytes(protocol, algorithm, ctas)
     launch = Launch(size, shape.exchanges)
     try:
         protocol.prologue(b, launch)
@@ -121,7 +127,29 @@ def generate(protocol: Protocol, algorithm: str) -> Program:
     except Exception as err:  # noqa: BLE001 - any mistake in protocol code is reported with its line
         raise _build_error(protocol, algorithm, err) from None
     b.emit(KernelBoundary())
+    if ctas > 1:
+        _refuse_host_actions(protocol, b.ops, ctas)
     domain = protocol.data_domain
     return Program(protocol.name, algorithm, b.ops, buffers, dict(b.registers),
                    forbidden_word=domain.forbidden_word if domain is not None else None,
-                   word_encoding=domain.encoding if domain is not None else None)
+                   word_encoding=domain.encoding if domain is not None else None, ctas=ctas)
+
+
+def _refuse_host_actions(protocol: Protocol, ops: tuple, ctas: int) -> None:
+    """Host actions, proxy threads and bulk copies with several CTAs per rank are not modelled by any consumer:
+    refuse them at their line."""
+    for op in walk(ops):
+        if isinstance(op, HOST_ACTIONS + (ProxyThread, BulkLoad)):
+            where = f"{shown_path(op.origin.file)}:{op.origin.line}: " if op.origin is not None else ""
+            what = f"host action {op.label}" if isinstance(op, HOST_ACTIONS) else op.label
+            raise UnsupportedError(f"{where}protocol {protocol.name!r}: {what} in a program of {ctas} CTAs per rank "
+                                   "is not modelled (host actions, proxy threads and bulk copies run with one CTA "
+                                   "per rank)")
+
+
+def _ctas(protocol: Protocol) -> int:
+    ctas = protocol.ctas
+    if not isinstance(ctas, int) or isinstance(ctas, bool) or ctas < 1:
+        raise ProtocolDefinitionError(f"protocol {protocol.name!r}: ctas (CTAs per rank) is a whole number >= 1, "
+                                      f"not {ctas!r}", field="ctas")
+    return ctas

@@ -10,7 +10,8 @@ output is ``sum_r x_r``.
 """
 from __future__ import annotations
 
-from collsim.algorithms.algorithm import Algorithm, whole_message
+from collsim.algorithms.algorithm import Algorithm, cta_slice, shifted, whole_message
+from collsim.errors import ProtocolDefinitionError
 from collsim.ir.expr import MSG, NRANKS, Const
 from collsim.ir.ops import Input, Reduce, Reg, WriteOutput
 from collsim.ir.program import ProgramBuilder
@@ -22,27 +23,32 @@ EXCHANGES = Const(1)
 
 
 def build(protocol: Protocol, b: ProgramBuilder) -> None:
-    """Emit the one-shot program of ``protocol`` into ``b``."""
+    """Emit the one-shot program of ``protocol`` into ``b``; with several CTAs per rank each CTA runs it on
+    its slice of the message (:func:`~collsim.algorithms.algorithm.cta_slice`)."""
     if protocol.reduces_remotely:
+        if b.ctas != 1:
+            raise ProtocolDefinitionError("one-shot with a remote reduction runs one CTA per rank")
         b.register("result", MSG)
         protocol.reduce_exchange(b, ReduceExchange(0, EXCHANGES, Input(0), MSG, "result"))
         b.emit(WriteOutput(Reg("result"), 0, MSG))
         return
-    b.register("recv", (NRANKS - 1) * MSG)
-    b.register("acc", MSG)
+    part, at = cta_slice(protocol, MSG, b.ctas)
+    b.register("recv", (NRANKS - 1) * part)
+    b.register("acc", part)
     protocol.exchange(
         b,
         Exchange(
             phase=0,
             phases_per_iter=EXCHANGES,
-            sends=(Send(PEER, Input(0), MSG, 0),),
-            recvs=(Recv(PEER, "recv", MSG, 0, into_offset=PEER_INDEX * MSG),),
+            sends=(Send(PEER, Input(shifted(0, at)), part, shifted(0, at)),),
+            recvs=(Recv(PEER, "recv", part, shifted(0, at), into_offset=PEER_INDEX * part),),
             over_peers=True,
             lockstep=True,
         ),
     )
     b.emit(
-        Reduce("acc", (Input(0), Reg("recv", 0, count=NRANKS - 1, stride=MSG)), MSG, output_offset=0)
+        Reduce("acc", (Input(shifted(0, at)), Reg("recv", 0, count=NRANKS - 1, stride=part)), part,
+               output_offset=shifted(0, at))
     )
 
 

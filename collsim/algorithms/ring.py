@@ -13,6 +13,7 @@ Precondition and postcondition as for one-shot.
 """
 from __future__ import annotations
 
+from collsim.errors import ProtocolDefinitionError
 from collsim.algorithms.algorithm import Algorithm, chunk_bytes
 from collsim.ir.expr import NRANKS, RANK
 from collsim.ir.ops import Input, Reduce, Reg, WriteOutput
@@ -26,6 +27,10 @@ EXCHANGES = 2 * (NRANKS - 1)
 
 def build(protocol: Protocol, b: ProgramBuilder) -> None:
     """Emit the ring program of ``protocol`` into ``b``."""
+    if b.ctas != 1:
+        # a ring's CTAs are its channels: each runs its own ring over its share of the message
+        raise ProtocolDefinitionError("ring runs one CTA per rank (its channels are the CTAs: give the scenario "
+                                      "channels instead of the protocol ctas)")
     chunk = chunk_bytes(protocol)
     nxt, prv = peer_ranks()
     phases = EXCHANGES

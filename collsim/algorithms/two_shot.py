@@ -13,7 +13,8 @@ Precondition and postcondition as for one-shot.
 """
 from __future__ import annotations
 
-from collsim.algorithms.algorithm import Algorithm, chunk_bytes
+from collsim.algorithms.algorithm import Algorithm, chunk_bytes, cta_slice, shifted
+from collsim.errors import ProtocolDefinitionError
 from collsim.ir.expr import NRANKS, RANK, Const
 from collsim.ir.ops import Input, Reduce, Reg, WriteOutput
 from collsim.ir.program import ProgramBuilder
@@ -25,46 +26,50 @@ EXCHANGES = Const(2)
 
 
 def build(protocol: Protocol, b: ProgramBuilder) -> None:
-    """Emit the two-shot program of ``protocol`` into ``b``."""
+    """Emit the two-shot program of ``protocol`` into ``b``; with several CTAs per rank each CTA runs it on its
+    slice of every chunk (:func:`~collsim.algorithms.algorithm.cta_slice`)."""
     chunk = chunk_bytes(protocol)
+    part, at = cta_slice(protocol, chunk, b.ctas)
+    if protocol.reduces_remotely and b.ctas != 1:
+        raise ProtocolDefinitionError("two-shot with a remote reduction runs one CTA per rank")
     if protocol.reduces_remotely:
         b.register("mine", chunk)
         b.register("gathered", (NRANKS - 1) * chunk)
         protocol.reduce_exchange(b, ReduceExchange(0, EXCHANGES, Input(0), chunk, "mine", scatter=True))
         b.emit(WriteOutput(Reg("mine"), RANK * chunk, chunk))
     else:
-        b.register("recv", (NRANKS - 1) * chunk)
-        b.register("mine", chunk)
-        b.register("gathered", (NRANKS - 1) * chunk)
+        b.register("recv", (NRANKS - 1) * part)
+        b.register("mine", part)
+        b.register("gathered", (NRANKS - 1) * part)
         protocol.exchange(
             b,
             Exchange(
                 phase=0,
                 phases_per_iter=EXCHANGES,
-                sends=(Send(PEER, Input(PEER * chunk), chunk, PEER * chunk),),
-                recvs=(Recv(PEER, "recv", chunk, RANK * chunk, into_offset=PEER_INDEX * chunk),),
+                sends=(Send(PEER, Input(shifted(PEER * chunk, at)), part, shifted(PEER * chunk, at)),),
+                recvs=(Recv(PEER, "recv", part, shifted(RANK * chunk, at), into_offset=PEER_INDEX * part),),
                 over_peers=True,
             ),
         )
         b.emit(
             Reduce(
                 "mine",
-                (Input(RANK * chunk), Reg("recv", 0, count=NRANKS - 1, stride=chunk)),
-                chunk,
-                output_offset=RANK * chunk,
+                (Input(shifted(RANK * chunk, at)), Reg("recv", 0, count=NRANKS - 1, stride=part)),
+                part,
+                output_offset=shifted(RANK * chunk, at),
             )
         )
 
     def write_gathered(builder: ProgramBuilder, recv: Recv) -> None:
-        builder.emit(WriteOutput(Reg("gathered", recv.into_offset), PEER * chunk, chunk))
+        builder.emit(WriteOutput(Reg("gathered", recv.into_offset), shifted(PEER * chunk, at), part))
 
     protocol.exchange(
         b,
         Exchange(
             phase=1,
             phases_per_iter=EXCHANGES,
-            sends=(Send(PEER, Reg("mine"), chunk, RANK * chunk),),
-            recvs=(Recv(PEER, "gathered", chunk, PEER * chunk, into_offset=PEER_INDEX * chunk),),
+            sends=(Send(PEER, Reg("mine"), part, shifted(RANK * chunk, at)),),
+            recvs=(Recv(PEER, "gathered", part, shifted(PEER * chunk, at), into_offset=PEER_INDEX * part),),
             over_peers=True,
             consume=write_gathered,
         ),

@@ -46,6 +46,7 @@ def verify_command(
     sizes: Optional[str] = typer.Option(
         None, "--sizes", help="Lines per chunk of each launch, comma-separated (one per iteration), for a protocol "
                               "whose size changes between launches (default: every sequence up to --lines)."),
+    ctas: Optional[int] = typer.Option(None, "--ctas", help="CTAs per rank (default: the protocol's, at most 2)."),
     dependencies: bool = typer.Option(True, "--dependencies/--no-dependencies",
                                       help="Re-check without each assumption and without the data domain."),
     cache: bool = typer.Option(True, "--cache/--no-cache", help="Use and fill the verdict cache."),
@@ -72,7 +73,8 @@ def verify_command(
         raise InputError("the bound needs at least 2 ranks", field="--ranks")
     if iterations is not None and iterations < 1:
         raise InputError("the bound needs at least 1 iteration", field="--iterations")
-    for flag, value, what in (("--lines", lines, "line per chunk"), ("--threads", threads, "thread per rank")):
+    for flag, value, what in (("--lines", lines, "line per chunk"), ("--threads", threads, "thread per rank"),
+                              ("--ctas", ctas, "CTA per rank")):
         if value is not None and value < 1:
             raise InputError(f"the bound needs at least 1 {what}, got {value}", field=flag)
     common = dict(ranks=ranks, iterations=iterations, model=model, timeout=timeout, lines=lines, threads=threads,
@@ -107,6 +109,8 @@ def verify_command(
         raise InputError("name a protocol (or use --all)", field="protocol")
 
     options = dict(assume=assume, flag_bits=flag_bits, dependencies=dependencies, sizes=per_launch, **common)
+    if ctas is not None:
+        options["ctas"] = ctas
     long_run = _warn_if_large(protocol, algorithm, options)
     title = f"verifying {protocol}" + (f" ({algorithm})" if algorithm else "") + f" under {model}"
     with working(title) as update:
@@ -143,7 +147,7 @@ def _warn_if_large(protocol: str, algorithm: str | None, options: dict[str, Any]
     a long run (its progress then goes to stderr line by line when stderr is not a terminal)."""
     from collsim.verify.verifier import LONG_UNKNOWNS, SLOW_UNKNOWNS, estimate  # lazy: start-up
 
-    if all(options.get(k) is None for k in ("ranks", "iterations", "lines", "threads")):
+    if all(options.get(k) is None for k in ("ranks", "iterations", "lines", "threads", "ctas")):
         return False  # the default bound: seconds
     size = estimate(protocol, algorithm, **options)
     if size.unknowns > SLOW_UNKNOWNS:

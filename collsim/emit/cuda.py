@@ -374,7 +374,12 @@ class KernelGenerator(OpVisitor):
         owner, owners = ("0", "1") if multicast else ("o_owner", "nranks")
         o(f"COLLSIM_CHECK_REF({node.id}, {owner}, {owners}, o_slot, {depth}, o_region, R_{b}, o_line0, o_lines, L_{b});")
         name, mapping = ("o_mc", f"p.mc[{b}]") if multicast else ("o_base", f"p.buf[{b}][o_owner]")
-        o(f"char* const {name} = {mapping} + (long long)chan * p.buf_stride[{b}]"
+        # a channel's own copy; the CTAs of a program of several CTAs per rank share one (copy 0), except
+        # in a per-CTA buffer
+        copy = f" + (long long)chan * p.buf_stride[{b}]"
+        if self.program.ctas > 1 and not self.program.buffer(ref.buffer).per_cta:
+            copy = ""
+        o(f"char* const {name} = {mapping}{copy}"
           f" + ((o_slot * R_{b} + o_region) * L_{b} + o_line0) * {lp.line_bytes};")
         return name
 
@@ -419,8 +424,8 @@ class KernelGenerator(OpVisitor):
     def item_loop(self, issuer: Issuer, total: str) -> None:
         """Open the loop over ``total`` (line, lane) items for ``issuer``."""
         o = self.out
-        if issuer is Issuer.LEADER:
-            o.open("if (tid == 0) {")
+        if issuer.leads:
+            o.open(f"{self.leader_guard(issuer)} {{")
             o("#pragma unroll 1")
             o.open(f"for (long long o_i = 0; o_i < {total}; ++o_i) {{")
         else:
@@ -429,8 +434,14 @@ class KernelGenerator(OpVisitor):
 
     def close_item_loop(self, issuer: Issuer) -> None:
         self.out.close()
-        if issuer is Issuer.LEADER:
+        if issuer.leads:
             self.out.close()
+
+    def leader_guard(self, issuer: Issuer) -> str:
+        """``if (tid == 0)``, and of CTA 0 alone for ``Issuer.GRID_LEADER`` in a program of several CTAs."""
+        if issuer is Issuer.GRID_LEADER and self.program.ctas > 1:
+            return "if (tid == 0 && cta == 0)"
+        return "if (tid == 0)"
 
     def line_lane(self, lp: LayoutPlan) -> None:
         o = self.out
@@ -488,14 +499,22 @@ class KernelGenerator(OpVisitor):
         o("[[maybe_unused]] const long long rank = (long long)p.first_rank + (long long)(blockIdx.x / p.ctas);")
         o("[[maybe_unused]] const int chan = (int)(blockIdx.x % p.ctas);")
         o("[[maybe_unused]] const long long nranks = (long long)p.nranks;")
-        o("[[maybe_unused]] const long long msg_bytes = collsim_channel_msg(p, chan);")
+        if self.program.ctas > 1:
+            o(f"// {self.program.ctas} CTAs per rank (one per channel) run the program together on the whole message:")
+            o("// each takes its slice by CTA; they share every buffer not declared per-CTA (copy 0)")
+            o("[[maybe_unused]] const long long msg_bytes = p.msg_bytes;")
+            o("[[maybe_unused]] const long long cta = (long long)chan;")
+            o("[[maybe_unused]] const long long nctas = (long long)p.ctas;")
+        else:
+            o("[[maybe_unused]] const long long msg_bytes = collsim_channel_msg(p, chan);")
         o("// ITER: this (rank, channel)'s launch counter, kept in device memory across launches")
         o("__shared__ long long s_iter;")
         o("if (tid == 0) s_iter = p.ctrl[rank][chan];")
         o("__syncthreads();  // emitter: publish ITER to the block (not an IR op)")
         o("[[maybe_unused]] const long long iter = s_iter;")
-        o("[[maybe_unused]] const char* const in_bytes = p.input[rank] + (long long)chan * p.chan_bytes;")
-        o("[[maybe_unused]] char* const out_bytes = p.output[rank] + (long long)chan * p.chan_bytes;")
+        channel = "" if self.program.ctas > 1 else " + (long long)chan * p.chan_bytes"
+        o(f"[[maybe_unused]] const char* const in_bytes = p.input[rank]{channel};")
+        o(f"[[maybe_unused]] char* const out_bytes = p.output[rank]{channel};")
         for name, index in self.plan.register_index.items():
             o(f"[[maybe_unused]] char* const reg_{index} = p.reg[{index}][rank] + (long long)chan * p.reg_stride[{index}];"
               f"  // register {name}")
@@ -749,7 +768,7 @@ class KernelGenerator(OpVisitor):
             into = "o_into"
             o(f"char* const o_into = reg_{self.reg(op.into)} + {_c(op.into_offset)};")
         names = [f"e{i}" for i in range(lp.n_elems)]
-        if lp.lanes == 1 or op.issuer is Issuer.LEADER:
+        if lp.lanes == 1 or op.issuer.leads:
             self._poll_per_thread(node, op, lp, quals, base, names, into)
         else:
             self._poll_lane_group(node, op, lp, quals, base, names, into)
@@ -830,7 +849,7 @@ class KernelGenerator(OpVisitor):
     @_scoped
     def visit_fence(self, op: Fence, node: EmitNode) -> None:
         o = self.out
-        guard = "if (tid == 0) " if op.issuer is Issuer.LEADER else ""
+        guard = f"{self.leader_guard(op.issuer)} " if op.issuer.leads else ""
         o(f'{guard}asm volatile("{self.marker(node)}fence.{op.kind.value}.{op.scope.value};" ::: "memory");')
 
     @_scoped

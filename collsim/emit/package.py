@@ -156,7 +156,8 @@ def _kernel_file(program: EmittedProgram) -> str:
         "// is inline PTX with the op's semantics and scope and a `collsim-ir op=N` marker in the asm.\n"
         f"// Message granule: {plan.granule} B; reduce/copy vector width: {plan.vec_bytes} B.\n\n"
     )
-    out.append('#include <cuda_runtime.h>\n\n#include "collsim_device.cuh"\n#include "program.h"\n\n')
+    out.append('#include <cuda_runtime.h>\n\n' + ('#include <cstdio>\n\n' if prog.ctas > 1 else '')
+               + '#include "collsim_device.cuh"\n#include "program.h"\n\n')
     if plan.needs_vector_atomics:
         out.append(
             "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900\n"
@@ -219,7 +220,7 @@ def _kernel_file(program: EmittedProgram) -> str:
         "const CollsimProgramInfo& collsim_program_info() { return kInfo; }\n\n"
     )
     out.append("long long collsim_buffer_bytes(int buffer, long long nranks, long long msg_bytes) {\n"
-               "  (void)nranks;\n  (void)msg_bytes;\n  switch (buffer) {\n")
+               "  (void)nranks;\n  (void)msg_bytes;\n" + _whole_message(prog) + "  switch (buffer) {\n")
     for i, buf in enumerate(prog.buffers):
         regions = _check_host_expr(buf.regions, f"buffer {buf.name} regions")
         lines = _check_host_expr(buf.lines, f"buffer {buf.name} lines")
@@ -227,7 +228,7 @@ def _kernel_file(program: EmittedProgram) -> str:
                    f"  // {buf.name}\n")
     out.append("    default: return 0;\n  }\n}\n\n")
     out.append("long long collsim_register_bytes(int reg, long long nranks, long long msg_bytes) {\n"
-               "  (void)nranks;\n  (void)msg_bytes;\n  switch (reg) {\n")
+               "  (void)nranks;\n  (void)msg_bytes;\n" + _whole_message(prog) + "  switch (reg) {\n")
     for i, (name, size) in enumerate(prog.registers.items()):
         out.append(f"    case {i}: return {_check_host_expr(size, f'register {name} size')};  // {name}\n")
     out.append("    default: return 0;\n  }\n}\n\n")
@@ -250,6 +251,7 @@ def _kernel_file(program: EmittedProgram) -> str:
         "  cfg.attrs = attr;\n"
         "  cfg.numAttrs = 1;\n"
         "  cudaError_t err = cudaSuccess;\n"
+        + _ctas_guard(prog)
     )
     if plan.host_actions:
         out.append("  err = host_actions(p, blocks, stream);  // before the launch, on its stream\n"
@@ -287,6 +289,35 @@ def _kernel_file(program: EmittedProgram) -> str:
         "  }\n}\n"
     )
     return "".join(out)
+
+
+def _whole_message(prog) -> str:
+    """In a program of several CTAs per rank the harness sizes buffers for one channel's share of the message,
+    while the CTAs split the whole message among themselves: size for all of it."""
+    if prog.ctas == 1:
+        return ""
+    return (f"  msg_bytes *= {prog.ctas};  // the harness passes one channel's share; the program's {prog.ctas} "
+            "CTAs split the whole message\n")
+
+
+def _ctas_guard(prog) -> str:
+    """A program of several CTAs per rank runs exactly that many blocks per rank, all resident at once: its grid
+    barrier is built from atomics and polls, so a CTA that never got an SM would leave the others spinning (the
+    cooperative launch refuses a grid that cannot be resident; at most one CTA per SM is assumed)."""
+    if prog.ctas == 1:
+        return ""
+    return (f"  if (p.ctas != {prog.ctas}) {{\n"
+            f"    std::fprintf(stderr, \"collsim: this program runs {prog.ctas} CTAs per rank; run it with --ctas "
+            f"{prog.ctas}\\n\");\n"
+            "    return cudaErrorInvalidConfiguration;\n  }\n"
+            "  {\n    int device = 0, sms = 0;\n"
+            "    err = cudaGetDevice(&device);\n    if (err != cudaSuccess) return err;\n"
+            "    err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);\n"
+            "    if (err != cudaSuccess) return err;\n"
+            f"    if (blocks > sms) {{  // every CTA of the grid barrier must hold an SM at once\n"
+            "      std::fprintf(stderr, \"collsim: %d blocks cannot all be resident on %d SMs (grid barrier)\\n\", "
+            "blocks, sms);\n"
+            "      return cudaErrorCooperativeLaunchTooLarge;\n    }\n  }\n")
 
 
 def _host_actions_source(plan) -> str:
@@ -405,6 +436,15 @@ def _readme(program: EmittedProgram) -> str:
         f"register hand-off barriers added by the emitter: {len(plan.sync_before)}",
         f"* Architectures: {', '.join(program.archs)} (minimum sm_{program.min_sm})",
     ]
+    if plan.program.ctas > 1:
+        shared = [b.name for b in plan.program.buffers if not b.per_cta]
+        lines += [
+            f"* CTAs per rank: {plan.program.ctas}, working together on the whole message (run with "
+            f"`--ctas {plan.program.ctas}`); they share "
+            + (", ".join(f"`{name}`" for name in shared) or "no buffer")
+            + " and meet at grid barriers built from gpu-scope atomics and polls, so every block must be resident "
+            "at once (the launch is cooperative and refuses more blocks than the GPU has SMs)",
+        ]
     multicast = [b.name for b in plan.program.buffers if b.multicast]
     if multicast:
         lines += [

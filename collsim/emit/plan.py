@@ -240,7 +240,7 @@ Access = tuple[str, str, dict[int, int]]  # (register, "r"|"w", {word: thread})
 
 
 def _thread(index: int, issuer: Issuer, nthreads: int) -> int:
-    return 0 if issuer is Issuer.LEADER else index % nthreads
+    return 0 if issuer.leads else index % nthreads
 
 
 def _layout_accesses(plan: ProgramPlan, ref, issuer: Issuer, nthreads: int,
@@ -442,6 +442,7 @@ def register_sync_points(plan: ProgramPlan) -> set[int]:
                     for iteration in _SAMPLE_ITERS:
                         for rank in range(nranks):
                             env: Mapping[str, int] = {"RANK": rank, "NRANKS": nranks, "ITER": iteration, "MSG": msg}
-                            if _run(plan, plan.nodes, dict(env), nthreads, _State(), marks):
-                                changed = True
+                            for cta in range(plan.program.ctas):  # registers are a CTA's own
+                                if _run(plan, plan.nodes, plan.program.cta_env(env, cta), nthreads, _State(), marks):
+                                    changed = True
     return marks

@@ -51,6 +51,10 @@ class Buffer:
         ``"device"`` (default) or ``"host"``: pinned host memory mapped into the device (see
         :data:`LOCATIONS`). The kernel reaches a host buffer over the host link (PCIe or C2C), the rank's
         :class:`~collsim.ir.ops.ProxyThread` reaches only host buffers.
+    per_cta : bool
+        In a program of several CTAs per rank: every CTA has its own copy (an access by CTA ``c``
+        reaches copy ``c`` in whichever rank's memory it names), instead of one copy shared by the
+        rank's CTAs. A flag between CTAs of one GPU lives in a shared buffer (and needs gpu scope).
 
     Examples
     --------
@@ -70,10 +74,13 @@ class Buffer:
     role: str = "data"
     multicast: bool = False
     location: str = "device"
+    per_cta: bool = False
 
     def __repr__(self) -> str:
-        # a device buffer prints as it did before the field existed (cache keys, reports)
+        # a device buffer shared by the rank's CTAs prints as it did before these fields existed (cache keys,
+        # reports)
         extra = "" if self.location == "device" else f", location={self.location!r}"
+        extra += ", per_cta=True" if self.per_cta else ""
         return (f"Buffer(name={self.name!r}, layout={self.layout!r}, depth={self.depth!r}, regions={self.regions!r}, "
                 f"lines={self.lines!r}, init={self.init!r}, role={self.role!r}, multicast={self.multicast!r}{extra})")
 

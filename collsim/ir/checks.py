@@ -16,7 +16,7 @@ reach is refused like a poll on a line nobody writes.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import fields
 from typing import Any
 
@@ -24,14 +24,14 @@ from collsim.errors import ProtocolDefinitionError
 from collsim.ir.effects import Effects, effects
 from collsim.ir.layout import LineLayout, WordRole
 from collsim.ir.expr import Expr
-from collsim.ir.ops import (HOST_ACTIONS, HOST_SYMBOLS, PROXY_OPS, BulkLoad, Fence, Fill, Input, Loop, Op, PollUntil, ProxyThread,
-                            Ref)
+from collsim.ir.ops import (HOST_ACTIONS, HOST_SYMBOLS, PROXY_OPS, Atomic, BulkLoad, Fence, Fill, Input, Loop, Op,
+                            PollUntil, ProxyThread, Ref)
 from collsim.ir.origin import shown_path
 from collsim.ir.program import Program
-from collsim.ir.types import FillPattern, Scope, Sem
+from collsim.ir.types import FillPattern, Issuer, Scope, Sem
 
-__all__ = ["ProgramCheckError", "check_program", "check_protocol_program", "protocol_file", "touched_lines",
-           "written_roles", "host_scope_findings", "TINY_INSTANCES"]
+__all__ = ["ProgramCheckError", "check_program", "check_protocol_program", "cta_scope_findings", "protocol_file",
+           "touched_lines", "written_roles", "host_scope_findings", "TINY_INSTANCES"]
 
 #: (NRANKS, ITER, MSG-in-lines) combinations the rules are checked on.
 TINY_INSTANCES = ((2, 0, 1), (3, 1, 2), (4, 2, 1))
@@ -48,11 +48,83 @@ class ProgramCheckError(ProtocolDefinitionError):
         super().__init__(message, **where)
 
 
-def touched_lines(program: Program, ref, env) -> Iterable[tuple]:
-    """The (buffer, rank, flat line) keys a bound :class:`Ref` covers; IndexError when outside the buffer."""
+def touched_lines(program: Program, ref, env, cta: int = 0) -> Iterable[tuple]:
+    """The (buffer, rank, flat line) keys a bound :class:`Ref` covers; IndexError when outside the buffer.
+
+    The line of a ``per_cta`` buffer counts from CTA ``cta``'s copy (the copies follow each other).
+    """
     buf = program.buffer(ref.buffer)
+    base = cta * buf.total_lines(env) if buf.per_cta else 0
     for line in range(ref.line, ref.line + ref.lines):
-        yield (ref.buffer, ref.rank, buf.line_index(ref.slot, ref.region, line, env))
+        yield (ref.buffer, ref.rank, base + buf.line_index(ref.slot, ref.region, line, env))
+
+
+def _cta_envs(program: Program, nranks: int, iteration: int, msg: int) -> Iterable[tuple[int, int, dict]]:
+    """``(rank, CTA, env)`` for every CTA of every rank of a tiny instance."""
+    for rank in range(nranks):
+        env = {"RANK": rank, "NRANKS": nranks, "ITER": iteration, "MSG": msg}
+        for cta in range(program.ctas):
+            yield rank, cta, program.cta_env(env, cta)
+
+
+def _issues(op: Op, cta: int) -> bool:
+    """Whether CTA ``cta`` issues ``op`` (an ``Issuer.GRID_LEADER`` op runs in CTA 0 only)."""
+    return cta == 0 or getattr(op, "issuer", None) is not Issuer.GRID_LEADER
+
+
+def cta_scope_findings(program: Program, where: Callable[[Op], str] = lambda op: op.label) -> list[str]:
+    """Warnings for strong accesses at ``cta`` scope to memory another CTA also accesses, one per operation.
+
+    ``cta`` scope covers the threads of the issuing CTA only (PTX ISA, memory consistency model: scope):
+    a release or acquire at ``cta`` scope does not synchronize with another CTA, of this GPU or another,
+    so a flag or counter between CTAs needs ``gpu`` scope (``sys`` between GPUs). ``where(op)`` names the
+    op (the verifier passes its file:line). The verifier proves what such an access does; these lines
+    say where to look.
+
+    >>> from collsim.ir.library import grid_barrier, grid_counter_buffer
+    >>> from collsim.ir.ops import KernelBoundary
+    >>> from collsim.ir.program import ProgramBuilder
+    >>> from collsim.ir.types import Scope
+    >>> b = ProgramBuilder(2)
+    >>> grid_barrier(b, 1, scope=Scope.CTA)
+    >>> program = Program("p", "one-shot", b.ops, (grid_counter_buffer(),), ctas=2)
+    >>> print(cta_scope_findings(program)[0])
+    grid_barrier.cta_arrive: grid_barrier.cta_arrive, an atomic at cta scope on grid_arrivals, which CTA 1 of rank 0 also accesses: cta scope orders it with its own CTA only (use gpu scope between the CTAs of one GPU, sys between GPUs)
+    """
+    if program.ctas == 1:
+        return []
+    nranks, iteration = 2, 0
+    data_bytes = max((buf.layout.data_bytes for buf in program.buffers), default=16) or 16
+    msg = nranks * program.ctas * data_bytes
+    users: dict[tuple, set[tuple[int, int]]] = {}
+    narrow: list[tuple[Op, int, int, list[tuple]]] = []
+    for rank, cta, env in _cta_envs(program, nranks, iteration, msg):
+        for flat in program.flatten(env):
+            op, touch = flat.op, effects(flat.op)
+            if touch.ref is None or not _issues(op, cta) or touch.ref.buffer not in {b.name for b in program.buffers}:
+                continue
+            try:
+                keys = [key for copy in touch.refs(nranks) for key in touched_lines(program, copy, env, cta)]
+            except IndexError:
+                continue  # check_program reports it
+            for key in keys:
+                users.setdefault(key, set()).add((rank, cta))
+            sem, scope = getattr(op, "sem", None), getattr(op, "scope", None)
+            if sem is not None and Sem(sem).is_strong and Sem(sem).model_scope(Scope(scope)) is Scope.CTA:
+                narrow.append((op, rank, cta, keys))
+    found: dict[str, str] = {}
+    for op, rank, cta, keys in narrow:
+        others = sorted({user for key in keys for user in users[key]} - {(rank, cta)})
+        place = where(op)
+        if others and place not in found:
+            what = "atomic" if isinstance(op, Atomic) else ("poll" if isinstance(op, PollUntil) else
+                                                            type(op).__name__.lower())
+            other_rank, other_cta = others[0]
+            found[place] = (f"{place}: {op.label}, {'an' if what[0] in 'aeiou' else 'a'} {what} at cta scope on "
+                            f"{keys[0][0]}, which CTA {other_cta} of rank {other_rank} also accesses: cta scope "
+                            "orders it with its own CTA only (use gpu scope between the CTAs of one GPU, sys "
+                            "between GPUs)")
+    return list(found.values())
 
 
 def written_roles(touch: Effects, layout: LineLayout) -> frozenset[WordRole]:
@@ -215,12 +287,13 @@ def check_program(program: Program, source: str | None = None) -> None:
         msg = msg_lines * nranks * data_bytes
         written: set[tuple] = set()  # (buffer, rank, line, role)
         polled: list[tuple[Op, str, tuple, frozenset[WordRole]]] = []
-        for rank in range(nranks):
-            env = {"RANK": rank, "NRANKS": nranks, "ITER": iteration, "MSG": msg}
+        for rank, cta, env in _cta_envs(program, nranks, iteration, msg):
             filled: set[str] = set()
             proxy_filled: set[str] = set()  # the proxy thread's registers are its own
             for flat, on_host in _with_proxy_bodies(program.flatten(env)):
                 op, touch = flat.op, effects(flat.op)
+                if not _issues(op, cta):
+                    continue
                 ref = touch.ref
                 if ref is not None:
                     if ref.buffer not in buffers:
@@ -244,7 +317,7 @@ def check_program(program: Program, source: str | None = None) -> None:
                             raise ProgramCheckError(f"{where}: {flat.name} targets rank {copy.rank} of {nranks}",
                                                     op=op, file=source)
                         try:
-                            keys.extend(touched_lines(program, copy, env))
+                            keys.extend(touched_lines(program, copy, env, cta))
                         except IndexError as err:
                             raise ProgramCheckError(f"{where}: {flat.name}: {err} (ranks={nranks})",
                                                     op=op, file=source) from None

@@ -13,6 +13,10 @@ Symbols
     so two or three iterations in the verifier exercise what a long run does.
 ``MSG``
     message size in bytes per rank.
+``CTA``, ``NCTAS``
+    this CTA's index among its rank's CTAs (``blockIdx.x``) and their count
+    (:attr:`collsim.ir.protocol.Protocol.ctas`); 0 and 1 in a program of one
+    CTA per rank.
 ``ARG_ITER``
     the launch index as a *kernel argument* the host computed: ``ITER`` for a
     launch issued on the stream, but the index of the capture launch in every
@@ -50,13 +54,16 @@ __all__ = [
     "ITER",
     "MSG",
     "ARG_ITER",
+    "CTA",
+    "NCTAS",
     "LaunchArgument",
 ]
 
 ExprLike = Union["Expr", int]
 
 # C spelling of the built-in symbols in emitted kernels.
-_C_NAMES = {"RANK": "rank", "NRANKS": "nranks", "ITER": "iter", "MSG": "msg_bytes", "ARG_ITER": "p.arg_iter"}
+_C_NAMES = {"RANK": "rank", "NRANKS": "nranks", "ITER": "iter", "MSG": "msg_bytes", "ARG_ITER": "p.arg_iter",
+           "CTA": "cta", "NCTAS": "nctas"}
 
 
 class Expr:
@@ -248,3 +255,5 @@ NRANKS = Var("NRANKS")
 ITER = Var("ITER")
 MSG = Var("MSG")
 ARG_ITER = LaunchArgument("ARG_ITER")
+CTA = Var("CTA")
+NCTAS = Var("NCTAS")

@@ -7,15 +7,15 @@ like any other, and lets the simulator cost its parts.
 from __future__ import annotations
 
 from collsim.ir.buffers import Buffer
-from collsim.ir.expr import NRANKS, RANK, Expr
+from collsim.ir.expr import NCTAS, NRANKS, RANK, Expr
 from collsim.ir.layout import counter_layout
-from collsim.ir.ops import AtLeast, MulticastRef, MultimemRed, PollUntil, Ref, Store, SyncGroup
+from collsim.ir.ops import AtLeast, Atomic, MulticastRef, MultimemRed, PollUntil, Ref, Store, SyncGroup
 from collsim.ir.program import ProgramBuilder
 from collsim.ir.protocol import PEER, PEER_INDEX
 from collsim.ir.types import Issuer, RmwOp, Scope, Sem
 
 __all__ = ["inbox_buffer", "barrier", "credit_buffer", "wait_credit", "return_credit", "multicast_counter_buffer",
-           "multicast_barrier"]
+           "multicast_barrier", "grid_counter_buffer", "grid_barrier"]
 
 
 def inbox_buffer(name: str = "inbox") -> Buffer:
@@ -116,3 +116,42 @@ def multicast_barrier(
     b.emit(PollUntil(Ref(counter, RANK, region=which), AtLeast(arrivals * use), wait_sem, Scope.SYS,
                      issuer=Issuer.LEADER, label=f"{label}.wait"))
     b.emit(SyncGroup(label=f"{label}.sync_after"))
+
+
+def grid_counter_buffer(name: str = "grid_arrivals", counters: Expr | int = 1) -> Buffer:
+    """``counters`` 32-bit arrival counters in each rank's memory, shared by the rank's CTAs (one per grid
+    barrier of a launch)."""
+    return Buffer(name, counter_layout(4), depth=1, regions=counters, lines=1, role="flags")
+
+
+def grid_barrier(
+    b: ProgramBuilder,
+    use: Expr,
+    *,
+    counter: str = "grid_arrivals",
+    which: Expr | int = 0,
+    arrive_sem: Sem = Sem.RELEASE,
+    wait_sem: Sem = Sem.ACQUIRE,
+    scope: Scope = Scope.GPU,
+    sync_after: bool = True,
+    label: str = "grid_barrier",
+) -> None:
+    """Barrier among the CTAs of this rank's grid, as ``cooperative_groups::this_grid().sync()`` does it: every
+    CTA syncs its threads, its thread 0 adds 1 to counter ``which`` in the rank's own memory (``red.release.gpu``)
+    and polls it (``ld.acquire.gpu``) until all ``NCTAS`` CTAs arrived for the ``use``-th time (``use`` counts the
+    barriers on that counter from 1, so the counter only grows: ``NCTAS * use``), then every CTA syncs again.
+
+    The release makes the CTA's earlier writes (ordered before its thread 0 by the first sync) visible to every
+    CTA whose thread 0 acquires the count; the second sync holds the CTA's other threads until its thread 0 has
+    acquired. ``gpu`` scope is what the counter needs: ``cta`` scope covers the issuing CTA alone, so a CTA's
+    release would not synchronize with another CTA's acquire. The CTAs must all be resident at once (a CTA
+    spinning on the counter holds its SM): the emitter checks ``NCTAS`` against the GPU's SMs instead of
+    using a cooperative launch. ``arrive_sem``, ``wait_sem``, ``scope`` and ``sync_after`` exist for mutants.
+    """
+    b.emit(SyncGroup(label=f"{label}.sync_before"))
+    b.emit(Atomic(RmwOp.ADD, Ref(counter, RANK, region=which), 1, arrive_sem, scope, issuer=Issuer.LEADER,
+                  label=f"{label}.cta_arrive"))  # a CTA's arrival, not a rank's (sync_rounds counts those)
+    b.emit(PollUntil(Ref(counter, RANK, region=which), AtLeast(NCTAS * use), wait_sem, scope, issuer=Issuer.LEADER,
+                     label=f"{label}.wait"))
+    if sync_after:
+        b.emit(SyncGroup(label=f"{label}.sync_after"))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import inspect
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from types import FrameType
 from typing import Iterator, Mapping
 
@@ -64,6 +64,24 @@ class Program:
     forbidden_word: int | None = None
     #: the floating-point facts of the data words (:attr:`collsim.ir.protocol.DataDomain.encoding`)
     word_encoding: WordEncoding | None = None
+    #: CTAs per rank (:attr:`collsim.ir.protocol.Protocol.ctas`): every CTA runs :attr:`ops` with its own
+    #: ``CTA`` (0 .. ctas-1); ``NCTAS`` is this count
+    ctas: int = 1
+
+    def __repr__(self) -> str:
+        # a program of one CTA per rank prints as before the field existed (cache keys)
+        text = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.name != "ctas")
+        return f"Program({text}" + (f", ctas={self.ctas})" if self.ctas != 1 else ")")
+
+    def cta_env(self, env: Mapping[str, int], cta: int) -> dict[str, int]:
+        """``env`` for CTA ``cta`` of the rank: ``CTA`` and ``NCTAS`` bound.
+
+        >>> Program("p", "one-shot", (), (), ctas=2).cta_env({"RANK": 1}, 1)
+        {'RANK': 1, 'CTA': 1, 'NCTAS': 2}
+        """
+        if not 0 <= cta < self.ctas:
+            raise ValueError(f"program {self.protocol}/{self.algorithm} has CTAs 0 .. {self.ctas - 1}, not {cta}")
+        return {**env, "CTA": cta, "NCTAS": self.ctas}
 
     @property
     def sentinel_word(self) -> int | None:
@@ -171,7 +189,9 @@ class ProgramBuilder:
     (1, 1)
     """
 
-    def __init__(self) -> None:
+    def __init__(self, ctas: int = 1) -> None:
+        #: CTAs per rank of the program being built (what an algorithm slices its sends by)
+        self.ctas = ctas
         self._stack: list[list[Op]] = [[]]
         self.registers: dict[str, Expr] = {}
         self._counter = 0

@@ -220,6 +220,12 @@ class Protocol:
     #: size, a kernel argument, while the buffers are allocated once, for the largest message (their sizes are
     #: evaluated there); a launch finds what a larger earlier launch left beyond its own lines
     varying_sizes: ClassVar[bool] = False
+    #: CTAs per rank (the kernel's ``gridDim.x``): every CTA runs the program with its own ``CTA`` index
+    #: (:data:`~collsim.ir.expr.CTA`), slicing the data by it; buffers are shared by the rank's CTAs unless
+    #: declared ``per_cta``. The CTAs of a rank meet at a grid barrier
+    #: (:func:`collsim.ir.library.grid_barrier`), which needs them all resident at once (at most one CTA
+    #: per SM is assumed: ``ctas`` <= the GPU's SM count).
+    ctas: ClassVar[int] = 1
     #: what a mutant is expected to break (empty for shipped protocols)
     expected_violation: ClassVar[str | None] = None
     default_params: ClassVar[Mapping[str, Any]] = {}

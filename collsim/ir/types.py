@@ -75,10 +75,22 @@ class Issuer(str, Enum):
     ``LEADER``: thread 0 alone (flags, counters). The verifier gives each
     rank more than one thread when it checks the "signal before the whole
     group finished writing" class of bugs, so the difference matters.
+    In a program of several CTAs per rank (:attr:`collsim.ir.protocol.Protocol.ctas`)
+    both run in every CTA (each CTA's threads stride over the lines, each
+    CTA's thread 0 leads); ``GRID_LEADER`` is thread 0 of CTA 0 alone, the
+    one thread of the rank's grid (``blockIdx.x == 0 && threadIdx.x == 0``)
+    that signals other ranks once the rank's CTAs met at a grid barrier.
+    With one CTA per rank it is ``LEADER``.
     """
 
     ALL = "all"
     LEADER = "leader"
+    GRID_LEADER = "grid_leader"
+
+    @property
+    def leads(self) -> bool:
+        """Whether one thread (of a CTA or of the grid) issues the operation, not every thread."""
+        return self is not Issuer.ALL
 
 
 class FillPattern(StrEnum):

@@ -40,7 +40,7 @@ from collsim.ir.visit import OpVisitor
 __all__ = ["SimKind", "SimOp", "Block", "SimProgram", "lower_for_sim", "STORE", "LOAD", "POLL", "FENCE", "ATOMIC",
            "REDUCE", "WRITE", "SYNC", "KERNEL_END", "MC_LOAD_REDUCE", "MC_STORE", "MC_RED", "HOST_MEMSET",
            "HOST_BARRIER", "PROXY", "BULK_LOAD", "PROXY_FENCE", "KIND_NAMES",
-           "EVERY_COPY", "BoundRank"]
+           "EVERY_COPY", "BoundRank", "cta_copy"]
 
 
 class SimKind(IntEnum):
@@ -153,14 +153,20 @@ def _source_tuple(source: Any) -> str:
     raise TypeError(f"unknown data source {source!r}")
 
 
-def _ref_tuple(ref: Any, on_host: bool = False) -> str:
+def cta_copy(buffer: str, cta: int) -> str:
+    """The simulator's name of CTA ``cta``'s copy of a ``per_cta`` buffer (its own memory locations)."""
+    return f"{buffer}@cta{cta}"
+
+
+def _ref_tuple(ref: Any, on_host: bool = False, per_cta: bool = False) -> str:
     if isinstance(ref, MulticastRef):
         owner = str(EVERY_COPY)
     elif on_host:  # host memory: the owner number of the rank's host (collsim.sim.host.host_owner)
         owner = f"(-2 - {_src(ref.rank)})"
     else:
         owner = _src(ref.rank)
-    return (f"({ref.buffer!r}, {owner}, {_src(ref.slot)}, {_src(ref.region)}, {_src(ref.line)}, "
+    name = f"{ref.buffer!r} + '@cta' + str(e['CTA'])" if per_cta else repr(ref.buffer)
+    return (f"({name}, {owner}, {_src(ref.slot)}, {_src(ref.region)}, {_src(ref.line)}, "
             f"{_src(ref.lines)})")
 
 
@@ -190,9 +196,10 @@ class _Fields:
         self.fields: dict[str, str] = {"kind": str(int(kind)), "label": repr(label)}
         self.consts: dict[str, Any] = {"op": op}
         if ref is not None:
-            self.fields["ref"] = _ref_tuple(ref, program.buffer(ref.buffer).on_host)
+            buf = program.buffer(ref.buffer)
+            self.fields["ref"] = _ref_tuple(ref, buf.on_host, buf.per_cta and program.ctas > 1)
             self.fields["key"] = "o.ref[:4]"
-            layout = self.consts["layout"] = program.buffer(ref.buffer).layout
+            layout = self.consts["layout"] = buf.layout
             self.consts["line_bytes"] = layout.line_bytes
             self.consts["data_bytes"] = layout.data_bytes
             # the words a poll inspects are flag words (set by a store's flag), not data words
@@ -205,7 +212,7 @@ class _Fields:
             self.fields["into"] = repr(op.into)
         if hasattr(op, "into_offset"):
             self.fields["into_offset"] = _src(op.into_offset)
-        self.consts["leader"] = getattr(op, "issuer", Issuer.ALL) is Issuer.LEADER
+        self.consts["leader"] = getattr(op, "issuer", Issuer.ALL).leads
         sem = getattr(op, "sem", None)
         self.consts["releasing"] = sem in _RELEASING
         self.consts["acquiring"] = sem in _ACQUIRING
@@ -344,6 +351,8 @@ class _Compiler(OpVisitor):
         bind, rebind, timed_by_rank = _binder(op, f)
         if timed_by_rank:
             self.lowered.rank_timed.add(id(op))
+        if getattr(op, "issuer", None) is Issuer.GRID_LEADER and self.program.ctas > 1:
+            return ("cta0", bind, rebind)  # bound for CTA 0 only (SimProgram.bind)
         return ("op", bind, rebind)
 
 
@@ -437,12 +446,14 @@ class SimProgram:
                 bound.body = self._bind(item[2], e, (), updates)
                 out.append(bound)
                 continue
-            if item[0] == "op":
+            if item[0] == "op" or (item[0] == "cta0" and not e["CTA"]):
                 bound = item[1](e, loops)
                 if updates is not None and item[2] is not None:
                     updates.append((bound, item[2], loops))
                 out.append(bound)
                 continue
+            if item[0] == "cta0":
+                continue  # thread 0 of CTA 0 alone issues it
             _, var, count, body, lanes, label, has_poll = item
             saved = e.get(var, _MISSING)
             iterations = []

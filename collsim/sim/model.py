@@ -88,7 +88,10 @@ def per_cta_rate(lowered: SimProgram, costs: Costs, topology: Any, ranks: int) -
 
 def channels_for(request: SimRequest, costs: Costs, program: Program, lowered: SimProgram) -> int:
     """The channels (CTAs per rank) a launch uses: the request's, else what NCCL would give a ring and what
-    the symmetric-memory kernels give one-shot and two-shot programs (:mod:`collsim.sim.channels`)."""
+    the symmetric-memory kernels give one-shot and two-shot programs (:mod:`collsim.sim.channels`). A program
+    that states its CTAs per rank (:attr:`collsim.ir.protocol.Protocol.ctas`) runs that many."""
+    if program.ctas > 1:
+        return program.ctas
     if request.channels:
         return request.channels
     topo, n = request.topology, request.ranks
@@ -180,6 +183,10 @@ def _notes(request: SimRequest) -> list[str]:
     if assumptions and not _all_nvlink(topo, n):
         notes.append(f"{request.protocol.name} relies on {', '.join(assumptions)}, which only verified NVLink "
                      "paths are trusted to provide; costed anyway over this non-NVLink route")
+    ctas = getattr(request.protocol, "ctas", 1)
+    if ctas > 1 and request.channels and request.channels != ctas:
+        notes.append(f"{request.protocol.name} runs {ctas} CTAs per rank, which work together on the message: "
+                     f"channels = {request.channels} is not applied")
     return notes
 
 
@@ -270,10 +277,24 @@ def symmetry_of(request: SimRequest) -> str | None:
     topo, n = request.topology, request.ranks
     costs = _cached_costs(generation_of(topo, n), _freeze(request.costs))
     program, lowered = program_for(request.protocol, request.algorithm)
-    items = [lowered.bind({"RANK": r, "NRANKS": n, "ITER": SIMULATED_ITER, "MSG": request.size_bytes}, reuse=True)
-             for r in range(n)]
+    if program.ctas > 1:
+        return _SEVERAL_CTAS
+    items = _bound_items(program, lowered, n, request.size_bytes)
     fold = _fold(replace(request, timeline=False), costs, lowered, items)
     return None if isinstance(fold, Fold) else fold
+
+
+#: why a program of several CTAs per rank is not folded to rank 0 (the fold rotates one process per rank)
+_SEVERAL_CTAS = "several CTAs per rank: every CTA of every rank simulated"
+
+
+def _bound_items(program: Program, lowered: SimProgram, n: int, size: int) -> list[list[Any]]:
+    """Each rank's bound items; with several CTAs per rank, each CTA's (rank-major: rank r's CTA c at
+    ``r * ctas + c``)."""
+    env = {"NRANKS": n, "ITER": SIMULATED_ITER, "MSG": size}
+    if program.ctas == 1:
+        return [lowered.bind(program.cta_env({"RANK": r, **env}, 0), reuse=True) for r in range(n)]
+    return [lowered.bind(program.cta_env({"RANK": r, **env}, c)) for r in range(n) for c in range(program.ctas)]
 
 
 def _run_des(request: SimRequest, symmetric: bool = False) -> DesRun:
@@ -286,12 +307,11 @@ def _run_des(request: SimRequest, symmetric: bool = False) -> DesRun:
     # a launch-bound eager loop, is added to the result by des_model)
     launch_us = harness_us(costs, request.launch, math.inf) if request.launch != "graph" else 0.0
     start = launch_us + c.kernel_start_us
-    items = [lowered.bind({"RANK": r, "NRANKS": n, "ITER": SIMULATED_ITER, "MSG": request.size_bytes}, reuse=True)
-             for r in range(n)]
+    items = _bound_items(program, lowered, n, request.size_bytes)
     inits = buffer_inits(program)
     outcome = None
     symmetry = "every rank simulated"
-    fold = _fold(request, costs, lowered, items) if symmetric else None
+    fold = (_fold(request, costs, lowered, items) if program.ctas == 1 else _SEVERAL_CTAS) if symmetric else None
     if isinstance(fold, Fold):
         try:
             outcome = Simulation(topo, n, items, inits, costs, channels, start, launch_us, fold=fold,
@@ -305,7 +325,7 @@ def _run_des(request: SimRequest, symmetric: bool = False) -> DesRun:
     if outcome is None:
         outcome = Simulation(topo, n, items, inits, costs, channels, start, launch_us,
                              record=request.timeline, elem_bytes=request.elem_bytes,
-                             data_atomics=lowered.data_atomics).run()
+                             data_atomics=lowered.data_atomics, ctas=program.ctas).run()
     steps = critical_path(outcome.finals[outcome.slowest])
     return DesRun(request, costs, channels, outcome, steps, breakdown_of(steps), _notes(request), symmetry,
                   launch_us)

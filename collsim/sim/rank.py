@@ -1,7 +1,10 @@
 """One rank's program as a SimPy process: what every operation costs and what it waits for.
 
 A rank's threads are one process walking the bound ops in program order
-(:mod:`collsim.sim.lower`); a loop whose iterations are lanes gives each
+(:mod:`collsim.sim.lower`), standing for the rank's channels; a program of
+several CTAs per rank (:attr:`collsim.ir.program.Program.ctas`) is one
+process per CTA, each with one CTA's burst and add rate, sharing the rank's
+engines, HBM, links and memory (:class:`~collsim.sim.simulation.Simulation`); a loop whose iterations are lanes gives each
 lane its own clock, starting when the loop starts, and ends when its
 slowest lane ends. A clock advances only through blocking work. The
 process yields to SimPy only when a poll must wait for writes that are not
@@ -231,9 +234,9 @@ class Rank(OpVisitor):
         self.record = sim.record
         self.memory = sim.memory
         #: bytes the rank's CTAs keep outstanding: a transfer up to that size is not paced by their engine
-        self.burst = sim.channels * self.c.cta_bytes_in_flight
+        self.burst = sim.process_ctas * self.c.cta_bytes_in_flight
         #: element additions per µs of the rank's CTAs (FP32 lanes x clock)
-        self.add_rate = sim.channels * self.c.fp32_lanes_per_sm * self.c.sm_clock_ghz * 1e3
+        self.add_rate = sim.process_ctas * self.c.fp32_lanes_per_sm * self.c.sm_clock_ghz * 1e3
         #: kind -> this rank's rule for it (the visitor's dispatch, as a list for the hot path)
         self._rules: list[Any] = [None] * len(OP_TYPES)  # a Loop is a Block, walked by visit_loop
         for kind in SimKind:
@@ -660,7 +663,7 @@ class Rank(OpVisitor):
         if rate is None:
             route, back = self._pair(owner)
             rtt = route.latency + back.costs.remote_read_us + back.latency
-            rate = self._rates[owner] = self.sim.channels * back.costs.cta_bytes_in_flight / rtt
+            rate = self._rates[owner] = self.sim.process_ctas * back.costs.cta_bytes_in_flight / rtt
         return rate
 
     def _pair(self, owner: int) -> tuple[Any, Any]:

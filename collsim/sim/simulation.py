@@ -28,7 +28,7 @@ from collsim.errors import CollsimError, InputError
 from collsim.sim.host import host_link, is_host_owner
 from collsim.sim.costs import Costs
 from collsim.sim.links import Pipe, Transfer, WatchedPipe, place, reserve
-from collsim.sim.lower import ATOMIC, Block
+from collsim.sim.lower import ATOMIC, Block, cta_copy
 from collsim.sim.memo import PerTopology
 from collsim.sim.memory import SENTINEL, Memory
 from collsim.sim.folded import FoldedRank
@@ -116,15 +116,24 @@ class Simulation:
     data_atomics : bool
         Whether the programs apply data atomics (then the ranks sharing each owner's L2 atomic unit are
         counted).
+    ctas : int
+        CTAs per rank of a program that states them (:attr:`collsim.ir.program.Program.ctas`): ``programs``
+        then holds each CTA's items (rank ``r``'s CTA ``c`` at ``r * ctas + c``), every CTA is a process of
+        its own on its own SM, and a rank's CTAs share its engines (``channels`` = ``ctas`` CTAs' worth),
+        its HBM, its links and its memory; the rank ends when its last CTA does.
     """
 
     def __init__(self, topology: Any, ranks: int, programs: list[list[Any]], inits: dict[str, Any], costs: Costs,
                  channels: int, start_us: float, launch_us: float, record: bool = False, fold: Any = None,
-                 elem_bytes: int = 4, data_atomics: bool = False) -> None:
+                 elem_bytes: int = 4, data_atomics: bool = False, ctas: int = 1) -> None:
         self.env = simpy.Environment()
         self.topology = topology
         self.costs = costs
         self.channels = channels
+        self.ctas = ctas
+        #: CTAs one rank process stands for: the launch's channels, or one where every CTA is a process
+        self.process_ctas = channels if ctas == 1 else 1
+        self._pipes: dict[int, tuple] = {}
         self.record = record
         self.fine = costs.nvlink.transfer_pieces > 1 or costs.pcie.transfer_pieces > 1
         self.memory = Memory(inits)
@@ -142,11 +151,12 @@ class Simulation:
         self.elem_bytes = elem_bytes
         self._atomic_shares: dict[int, float] = {}
         #: owner -> how many ranks' programs apply data atomics to its memory
-        self._atomic_senders, self._atomic_fan_out = _atomic_senders(programs) if data_atomics else ({}, {})
+        self._atomic_senders, self._atomic_fan_out = (_atomic_senders(programs, ctas) if data_atomics
+                                                      else ({}, {}))
         if fold is None:
             self._alias: dict = {}
             self._watched: frozenset = frozenset()
-            self.ranks = [Rank(self, r, programs[r]) for r in range(ranks)]
+            self.ranks = [Rank(self, i // ctas, programs[i]) for i in range(ranks * ctas)]
         else:
             self._alias, self._watched = fold.rotation.alias, fold.watched
             self.ranks = [FoldedRank(self, programs[0], fold)]
@@ -156,7 +166,13 @@ class Simulation:
     def rank_pipes(self, rank: int) -> tuple[Pipe, Pipe, Pipe, Pipe]:
         """``(store engine, remote load engine, HBM, local load engine)`` of ``rank``: its CTAs' stores, their
         remote loads (the loads in flight over the shortest round trip to a peer), its HBM, and its CTAs'
-        loads of local memory (polled lines, reduce inputs)."""
+        loads of local memory (polled lines, reduce inputs). The processes of one rank's CTAs share them."""
+        pipes = self._pipes.get(rank)
+        if pipes is None:
+            pipes = self._pipes[rank] = self._new_rank_pipes(rank)
+        return pipes
+
+    def _new_rank_pipes(self, rank: int) -> tuple[Pipe, Pipe, Pipe, Pipe]:
         info = self.topology.gpu_info(rank)
         c = self.costs.nvlink
         hbm = float(info.get("hbm_gbps") or 0.0)
@@ -252,7 +268,7 @@ class Simulation:
             self.env.process(rank.process(start, launch))
         self.events += len(self.ranks)
         self.env.run()
-        stuck = [r.rank for r in self.ranks if r.final is None]
+        stuck = sorted({r.rank for r in self.ranks if r.final is None})
         if stuck:
             waiting = [key for key, loc in self.memory.locations.items() if loc.waiters]
             raise CollsimError(
@@ -260,6 +276,9 @@ class Simulation:
                 f"{[f'{b}@rank{r}[slot {s}, region {g}]' for b, r, s, g in waiting[:4]]} (no write ever satisfies "
                 "them; the verifier can show why)")
         ends, finals = [r.end for r in self.ranks], [r.final for r in self.ranks]
+        if self.ctas > 1:  # a rank ends with its last CTA
+            last = [max(self.ranks[r * self.ctas:(r + 1) * self.ctas], key=lambda p: p.end) for r in range(n)]
+            ends, finals = [p.end for p in last], [p.final for p in last]
         if len(self.ranks) < n:  # one rank simulated for all (a fold): every rank ends as it does
             ends, finals = ends * n, finals * n
         outcome = Outcome(ends, finals, self.events, self.nodes, self.transfers)
@@ -283,7 +302,7 @@ class Simulation:
         self.env = None
 
 
-def _atomic_senders(programs: list[list[Any]]) -> tuple[dict[int, int], dict[int, int]]:
+def _atomic_senders(programs: list[list[Any]], ctas: int = 1) -> tuple[dict[int, int], dict[int, int]]:
     """``(owner -> the number of ranks whose items apply a data atomic to its memory, rank -> the number of
     other ranks its items apply data atomics to)``."""
     senders: dict[int, set[int]] = {}
@@ -296,8 +315,8 @@ def _atomic_senders(programs: list[list[Any]]) -> tuple[dict[int, int], dict[int
             elif item.kind == ATOMIC and not item.leader and isinstance(item.operand, tuple):
                 senders.setdefault(item.ref[1], set()).add(rank)
 
-    for rank, items in enumerate(programs):
-        walk(items, rank)
+    for index, items in enumerate(programs):
+        walk(items, index // ctas)
     fan_out: dict[int, int] = {}
     for owner, ranks in senders.items():
         for rank in ranks:
@@ -307,8 +326,13 @@ def _atomic_senders(programs: list[list[Any]]) -> tuple[dict[int, int], dict[int
 
 
 def buffer_inits(program: Any) -> dict[str, Any]:
-    """Buffer name -> the polled word's initial value (0, or the sentinel for ``init="sentinel"``).
+    """Buffer name -> the polled word's initial value (0, or the sentinel for ``init="sentinel"``); each CTA's
+    copy of a ``per_cta`` buffer (:func:`~collsim.sim.lower.cta_copy`) in a program of several CTAs per rank.
 
     A buffer whose contents start arbitrary (``init="arbitrary"``) starts as 0 here: the simulator times the
     execution the protocol intends, and whether garbage can pass a poll is the verifier's question."""
-    return {buf.name: (SENTINEL if buf.init == "sentinel" else 0) for buf in program.buffers}
+    inits = {buf.name: (SENTINEL if buf.init == "sentinel" else 0) for buf in program.buffers}
+    for buf in program.buffers:
+        if buf.per_cta and program.ctas > 1:
+            inits.update({cta_copy(buf.name, c): inits[buf.name] for c in range(program.ctas)})
+    return inits

@@ -28,6 +28,7 @@ from collsim.verify.terms import Lin
 
 __all__ = [
     "Bounds",
+    "threads_text",
     "Lin",
     "EventKind",
     "InstrKind",
@@ -60,13 +61,16 @@ class Bounds:
     lines : int
         Lines per chunk (one-shot: per message).
     threads : int
-        Threads per rank.
+        Threads per CTA (per rank, with one CTA per rank).
     max_lanes : int
         Lines wider than this many store lanes are shrunk (see :mod:`collsim.verify.granules`).
     sizes : tuple of int, optional
         The lines per chunk of each launch, for a protocol whose message size changes between launches
         (:attr:`~collsim.ir.protocol.Protocol.varying_sizes`): ``MSG`` of launch ``i`` is ``sizes[i]`` lines
         per chunk, the buffers are allocated for ``lines``, the largest. ``None``: every launch moves ``lines``.
+    ctas : int
+        CTAs per rank (the program is generated for this many; see :attr:`collsim.ir.protocol.Protocol.ctas`);
+        with several, ``lines`` counts each CTA's lines of a chunk.
     """
 
     ranks: int = 3
@@ -76,17 +80,25 @@ class Bounds:
     max_lanes: int = 2
     # not in the repr (cache keys of fixed-size instances stay as they were); the bound program's text has it
     sizes: tuple[int, ...] | None = field(default=None, repr=False)
+    ctas: int = 1
 
     def __post_init__(self) -> None:
         if self.ranks < 2:
             raise ValueError("the verifier needs at least 2 ranks")
-        if self.iterations < 1 or self.lines < 1 or self.threads < 1 or self.max_lanes < 1:
-            raise ValueError("iterations, lines, threads and max_lanes are at least 1")
+        if self.iterations < 1 or self.lines < 1 or self.threads < 1 or self.max_lanes < 1 or self.ctas < 1:
+            raise ValueError("iterations, lines, threads, max_lanes and ctas are at least 1")
         if self.sizes is not None:
             object.__setattr__(self, "sizes", tuple(int(s) for s in self.sizes))
             if len(self.sizes) != self.iterations or not all(1 <= s <= self.lines for s in self.sizes):
                 raise ValueError(f"sizes gives the lines per chunk of each of the {self.iterations} launches, "
                                  f"each 1 .. {self.lines}, not {self.sizes}")
+
+    def __repr__(self) -> str:
+        # one CTA per rank prints as before the field existed (verify cache keys); sizes are left out (the bound
+        # program's text has them)
+        text = (f"Bounds(ranks={self.ranks!r}, iterations={self.iterations!r}, lines={self.lines!r}, "
+                f"threads={self.threads!r}, max_lanes={self.max_lanes!r}")
+        return text + (f", ctas={self.ctas!r})" if self.ctas != 1 else ")")
 
     def launch_lines(self, iteration: int) -> int:
         """Lines per chunk launch ``iteration`` moves."""
@@ -94,10 +106,15 @@ class Bounds:
 
     def describe(self) -> str:
         text = (f"{self.ranks} ranks x {self.iterations} iterations, {self.lines} line(s) per chunk, "
-                f"{self.threads} thread(s) per rank")
+                f"{threads_text(self.threads, self.ctas)}")
         if self.sizes is not None:
             text += f", launches of {'/'.join(map(str, self.sizes))} line(s) per chunk"
         return text
+
+
+def threads_text(threads: int, ctas: int) -> str:
+    """``"2 thread(s) per rank"``, or with several CTAs per rank ``"2 CTAs x 2 thread(s) per rank"``."""
+    return f"{threads} thread(s) per rank" if ctas == 1 else f"{ctas} CTAs x {threads} thread(s) per rank"
 
 
 @contextmanager
@@ -174,16 +191,27 @@ class VerifyInstance(Program):
         return env
 
     def local_thread(self, thread: int) -> int:
-        """The thread's index in its rank's CTA; -1 for the rank's host proxy thread, -2 for a bulk copy's engine."""
+        """The thread's index in its CTA; -1 for the rank's host proxy thread, -2 for a bulk copy's engine."""
         role = self.roles.get(thread)
         if role is not None:
             return -1 if role == "proxy" else -2
         return thread % self.bounds.threads
 
-    def thread_text(self, thread: int) -> str:
-        """``thread 1``, ``proxy thread`` (the rank's host proxy) or ``bulk copy engine`` (as counterexamples say)."""
+    def thread_text(self, thread: int, short: bool = False) -> str:
+        """How counterexamples name ``thread`` within its rank: ``thread 1`` (``t1``), with several CTAs per rank
+        ``CTA 1 thread 0`` (``c1.t0``), or ``proxy thread`` (``proxy``, the rank's host proxy) and ``bulk copy
+        engine`` (``tma``)."""
         local = self.local_thread(thread)
-        return {-1: "proxy thread", -2: "bulk copy engine"}.get(local, f"thread {local}")
+        if local < 0:
+            return ({-1: "proxy", -2: "tma"} if short else {-1: "proxy thread", -2: "bulk copy engine"})[local]
+        if self.bounds.ctas == 1:
+            return f"t{local}" if short else f"thread {local}"
+        cta = self.placement[thread].cta
+        return f"c{cta}.t{local}" if short else f"CTA {cta} thread {local}"
+
+    def cta_of(self, thread: int) -> int | None:
+        """The CTA of ``thread`` within its rank, None with one CTA per rank (and for a proxy or copy engine)."""
+        return None if self.bounds.ctas == 1 or thread in self.roles else self.placement[thread].cta
 
     def rank_of(self, thread: int) -> int:
         rank = self.placement[thread].rank

@@ -10,11 +10,16 @@ each, in unspecified order).
 
 What the expansion decides
 --------------------------
-* **Threads.** A rank is one CTA on its own GPU with ``Bounds.threads``
-  threads. ``Issuer.ALL`` operations are strided over the threads by line
-  (line ``j`` of a range goes to thread ``j % threads``); ``Issuer.LEADER``
-  operations run on thread 0; ``SyncGroup`` is a ``bar.sync`` of the rank's
-  threads (omitted with one thread).
+* **Threads.** A rank is ``Bounds.ctas`` CTAs (one unless the protocol
+  declares more) on its own GPU, each of ``Bounds.threads`` threads; a thread
+  is (rank, CTA, thread), and scopes include exactly: the same CTA for
+  ``cta``, the same GPU for ``gpu``, every GPU for ``sys``. Every CTA runs the
+  program with its own ``CTA``. ``Issuer.ALL`` operations are strided over a
+  CTA's threads by line (line ``j`` of a range goes to thread
+  ``j % threads``); ``Issuer.LEADER`` operations run on each CTA's thread 0,
+  ``Issuer.GRID_LEADER`` ones on thread 0 of CTA 0 only; ``SyncGroup`` is a
+  ``bar.sync`` of one CTA's threads (omitted with one thread). A buffer
+  declared ``per_cta`` has one copy per CTA index in every rank.
 * **Instructions.** One line handled by one thread is one instruction: its
   element events share a program-order index and are unordered among
   themselves. The lanes of a wide line (LL128: eight 16-byte stores) are
@@ -37,7 +42,10 @@ What the expansion decides
   proxies). The mailboxes are the verifier's picture of that ordering, no
   memory of the program.
 * **Launches.** ``KernelBoundary`` becomes ``fence.sc.sys`` in every thread
-  followed by a barrier of the rank's threads (stream order). A protocol
+  followed by a barrier of the rank's threads (stream order); with several
+  CTAs per rank, the CTAs' threads 0 then meet through release/acquire
+  mailboxes at gpu scope, the verifier's picture of the next launch starting
+  after the whole previous grid finished. A protocol
   replayed from a CUDA graph (``graph_replay``) sees ``ARG_ITER`` = 0, the
   capture launch's index, in every launch; ``ITER`` still counts launches.
 * **Atomicity.** A declared hardware assumption joins elements into atomic
@@ -61,7 +69,7 @@ from dataclasses import replace
 from typing import Any, Iterable, NamedTuple
 
 from collsim.algorithms import generate, transfer_bytes
-from collsim.ir.checks import check_protocol_program, host_scope_findings
+from collsim.ir.checks import check_protocol_program, cta_scope_findings, host_scope_findings
 from collsim.ir.effects import effects
 from collsim.ir.origin import shown_path
 from collsim.errors import UnsupportedError
@@ -104,6 +112,11 @@ def op_source(op: Any) -> str:
     if other is not None:
         text += f" (from {_module_path(other[0])}:{other[1]})"
     return text
+
+
+def _op_where(op: Any) -> str:
+    """``file:line`` of ``op`` (:func:`op_source`), or its label when collsim's algorithm emitted it."""
+    return op_source(op) or getattr(op, "label", type(op).__name__)
 
 
 def _module_path(file: str) -> str:
@@ -172,12 +185,13 @@ def data_path(protocol: Protocol, algorithm: str) -> DataPath:
     per_line = protocol.data_layout.data_bytes
     nranks = 4
     want = REALISTIC_LINES * per_line
+    ctas = protocol.ctas
     size = transfer_bytes(protocol, algorithm)
-    env = {"MSG": want, "NRANKS": nranks, "RANK": 0, "ITER": 0}
-    msg = want if size.evaluate(env) == want else want * nranks
+    env = {"MSG": want * ctas, "NRANKS": nranks, "RANK": 0, "ITER": 0}  # a send of each CTA has the lines
+    msg = want * ctas if size.evaluate(env) == want else want * ctas * nranks
     program = generate(protocol, algorithm)
     most, shared = 1, False
-    for flat in program.flatten({**env, "MSG": msg}):
+    for flat in program.flatten(program.cta_env({**env, "MSG": msg}, 0)):
         touch = effects(flat.op)
         if touch.ref is None or not (touch.sources or touch.fills):
             continue
@@ -193,11 +207,12 @@ def message_bytes(protocol: Protocol, algorithm: str, bounds: Bounds) -> int:
     """The tiny message: ``bounds.lines`` lines per send (per chunk for chunked algorithms)."""
     per_line = protocol.data_layout.data_bytes
     want = bounds.lines * per_line
-    size = transfer_bytes(protocol, algorithm)
-    whole = {"MSG": want, "NRANKS": bounds.ranks, "RANK": 0, "ITER": 0}
-    msg = want * bounds.ranks
-    if size.evaluate(whole) == want and size.evaluate({**whole, "MSG": msg}) == msg:
-        return want  # the algorithm sends the whole message at once
+    size = transfer_bytes(protocol, algorithm, bounds.ctas)
+    every = want * bounds.ctas  # each CTA sends its slice
+    whole = {"MSG": every, "NRANKS": bounds.ranks, "RANK": 0, "ITER": 0}
+    msg = every * bounds.ranks
+    if size.evaluate(whole) == want and size.evaluate({**whole, "MSG": msg}) == want * bounds.ranks:
+        return every  # the algorithm sends the whole message at once
     chunk = size.evaluate({**whole, "MSG": msg})
     if chunk != want:
         raise UnsupportedError(f"cannot size a message of {bounds.lines} line(s) per chunk for {algorithm}")
@@ -224,6 +239,8 @@ class _BULK_ACCESS_OP(NamedTuple):
     @property
     def into_offset(self) -> Any:
         return self.op.into_offset
+#: ... and of the mailboxes by which it pictures a launch boundary among the CTAs of one rank
+LAUNCH_MAILBOX = "launch-boundary"
 
 
 class _MemsetAccess(NamedTuple):
@@ -263,7 +280,7 @@ class _ElementLowering(OpVisitor):
         #: verifier's re-checks each of them without one assumption
         self.group_sets = [full] + ([full - {a} for a in assumptions] if recheck else [])
         self.groups: list[AtomicGroup] = []
-        self.program = generate(protocol, algorithm)
+        self.program = generate(protocol, algorithm, ctas=bounds.ctas)
         # an ill-formed program (a poll that inspects nothing, a poll on a word nobody writes) would make
         # properties hold vacuously: it is refused as bad input, as collsim review refuses it
         check_protocol_program(self.program, protocol)
@@ -278,8 +295,15 @@ class _ElementLowering(OpVisitor):
         self.sentinel = self.program.sentinel_word
         self.events: list[VerifyEvent] = []
         self.T = bounds.threads
-        nthreads = bounds.ranks * self.T
-        self.placement = [Placement(cta=t // self.T, gpu=t // self.T, rank=t // self.T) for t in range(nthreads)]
+        self.C = bounds.ctas
+        self.cta = 0  # the CTA whose operations are being lowered
+        nthreads = bounds.ranks * self.C * self.T
+        if self.C == 1:
+            self.placement = [Placement(cta=t // self.T, gpu=t // self.T, rank=t // self.T) for t in range(nthreads)]
+        else:  # CTA ids are per GPU
+            per_rank = self.C * self.T
+            self.placement = [Placement(cta=(t % per_rank) // self.T, gpu=t // per_rank, rank=t // per_rank)
+                              for t in range(nthreads)]
         #: rank -> the thread of its host proxy (a program with a ProxyThread): in no CTA and on no GPU, so only
         #: sys scope includes it
         self.proxy_threads: dict[int, int] = {}
@@ -297,9 +321,10 @@ class _ElementLowering(OpVisitor):
         self.arbitrary: dict[tuple, int] = {}  # location -> bits of a word that starts as any pattern
         self.outputs: dict[tuple, Lin | None] = {}
         self.expected: dict[tuple, Lin] = {}
-        self.notes: list[str] = []
+        self.notes: list[str] = [f"warning: {finding}" for finding in cta_scope_findings(self.program, _op_where)]
         self.kept: dict[str, tuple[int, ...]] = {}
-        self.bar_count = [0] * bounds.ranks
+        self.bar_count: dict[tuple[int, int], int] = {}  # (rank, CTA) -> barriers so far
+        self.launch_count: dict[tuple[int, int], int] = {}  # (rank, CTA) -> launch boundaries so far
         self.next_group = 0
         self.host_barriers: dict[int, int] = {}  # rank -> host barriers lowered so far
         self.source = ""  # op_source of the operation being lowered
@@ -326,9 +351,10 @@ class _ElementLowering(OpVisitor):
                 "MSG": self.launch_msg[iteration]}
 
     def thread_of(self, rank: int, t: int) -> int:
+        """Thread ``t`` of the CTA being lowered (:attr:`cta`) of ``rank``; its host proxy while lowering one."""
         if self.on_proxy:
             return self.proxy_threads[rank]  # the host proxy is one thread: every line in program order
-        return rank * self.T + t
+        return (rank * self.C + self.cta) * self.T + t
 
     def new_instr(self, thread: int, kind: InstrKind, label: str, iteration: int,
                   predicate: Predicate | None = None) -> VerifyInstr:
@@ -359,7 +385,10 @@ class _ElementLowering(OpVisitor):
     def loc(self, ref, j: int, word: int, env) -> tuple:
         buf = self.buffers[ref.buffer]
         # a buffer is allocated once, for the largest message, whatever this launch's size
-        flat = buf.line_index(ref.slot, ref.region, ref.line + j, {**env, "MSG": self.msg})
+        sized = {**env, "MSG": self.msg}
+        flat = buf.line_index(ref.slot, ref.region, ref.line + j, sized)
+        if buf.per_cta:  # the accessing CTA's own copy, after the copies of the CTAs before it
+            flat += self.cta * buf.total_lines(sized)
         loc = (ref.buffer, ref.rank, flat, word)
         if loc not in self.init:
             layout = buf.layout
@@ -436,11 +465,12 @@ class _ElementLowering(OpVisitor):
     def barrier(self, rank: int, name: str, iteration: int) -> None:
         if self.T == 1:
             return
-        k = self.bar_count[rank]
-        self.bar_count[rank] += 1
+        k = self.bar_count.get((rank, self.cta), 0)
+        self.bar_count[(rank, self.cta)] = k + 1
+        bar = (rank, k) if self.C == 1 else (rank, self.cta, k)
         for t in range(self.T):
             instr = self.new_instr(self.thread_of(rank, t), InstrKind.BARRIER, name, iteration)
-            self.add_event(instr, kind=EventKind.BARRIER, bar=(rank, k), sem="acq_rel", scope="cta")
+            self.add_event(instr, kind=EventKind.BARRIER, bar=bar, sem="acq_rel", scope="cta")
 
     def fences(self, threads: Iterable[int], site: _Site, sem: str, scope: str) -> None:
         for t in threads:
@@ -640,6 +670,26 @@ class _ElementLowering(OpVisitor):
     def visit_kernel_boundary(self, op: KernelBoundary, site: _Site) -> None:
         self.fences(range(self.T), site, "sc", "sys")
         self.barrier(site.rank, site.name, site.iteration)
+        if self.C > 1:
+            self.grid_finished(site)
+
+    def grid_finished(self, site: _Site) -> None:
+        """The next launch starts after every CTA of the rank finished this one (stream order): thread 0 of
+        each CTA stores its k-th arrival into its own mailbox with release and polls every other CTA's with
+        acquire (gpu scope), then the CTA's threads sync. (No memory of the program; the verifier's picture.)"""
+        key = (site.rank, self.cta)
+        k = self.launch_count[key] = self.launch_count.get(key, 0) + 1
+        thread = self.thread_of(site.rank, 0)
+        instr = self.new_instr(thread, InstrKind.STORE, site.name, site.iteration)
+        self.host_event(instr, EventKind.WRITE, (LAUNCH_MAILBOX, site.rank, self.cta, 0), self.cta, "release",
+                        value=Lin.const(k), scope="gpu")
+        until = AtLeast(k).bind({})
+        for other in (c for c in range(self.C) if c != self.cta):
+            instr = self.new_instr(thread, InstrKind.POLL, site.name, site.iteration, until)
+            ev = self.host_event(instr, EventKind.READ, (LAUNCH_MAILBOX, site.rank, other, 0), other, "acquire",
+                                 scope="gpu")
+            ev.polled = True
+        self.barrier(site.rank, site.name, site.iteration)
 
     def visit_loop(self, op: Loop, site: _Site) -> None:
         raise TypeError("the verifier lowers flattened programs: Program.flatten unrolls every Loop")
@@ -761,14 +811,19 @@ class _ElementLowering(OpVisitor):
             for e in range(self.launch_msg[iteration] // self.word_bytes):
                 self.expected_sum(iteration, e)
         for rank in range(self.bounds.ranks):
-            regs: dict[str, dict[int, Lin]] = {}
+            regs_of: list[dict[str, dict[int, Lin]]] = [{} for _ in range(self.C)]  # a CTA's registers
             for iteration in range(self.bounds.iterations):
-                env = self.env(rank, iteration)
-                for flat in self.program.flatten(env):
-                    self.signature.append(f"{rank}/{iteration}/{flat.name}:{flat.op!r}")
-                    self.source = op_source(flat.op)
-                    self._flat = flat
-                    self.visit(flat.op, _Site(flat.name, rank, iteration, regs, env))
+                for cta in range(self.C):
+                    self.cta = cta
+                    env = self.program.cta_env(self.env(rank, iteration), cta)
+                    where = f"{rank}/{iteration}/" if self.C == 1 else f"{rank}/{iteration}/cta{cta}/"
+                    for flat in self.program.flatten(env):
+                        self.signature.append(f"{where}{flat.name}:{flat.op!r}")
+                        self.source = op_source(flat.op)
+                        self._flat = flat
+                        if getattr(flat.op, "issuer", None) is Issuer.GRID_LEADER and cta != 0:
+                            continue  # thread 0 of CTA 0 alone
+                        self.visit(flat.op, _Site(flat.name, rank, iteration, regs_of[cta], env))
         for buf in self.program.buffers:
             if buf.init is FillPattern.ARBITRARY:  # what the words start as is part of the instance
                 self.signature.append(f"buffer {buf.name}: init {buf.init.value}")

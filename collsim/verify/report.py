@@ -39,9 +39,11 @@ class CounterexampleStep:
     note: str = ""
     mark: bool = False  # the step the violation is about
     source: str = ""  # where protocol code emitted the op (file:line); empty for the algorithm's own ops
+    cta: int | None = None  # the thread's CTA within its rank, with several CTAs per rank
 
     def render(self) -> str:
-        who = f"rank {self.rank} " + {-1: "proxy", -2: "tma"}.get(self.thread, f"t{self.thread}")
+        tag = {-1: "proxy", -2: "tma"}.get(self.thread, f"t{self.thread}")
+        who = f"rank {self.rank} " + (tag if self.cta is None else f"c{self.cta}.{tag}")
         head = f"{'>>' if self.mark else '  '} {who:<10} it{self.iteration}  {self.op:<28} {self.action:<7} {self.target}"
         lines = [head.rstrip()]
         if self.source:
@@ -69,7 +71,7 @@ class Counterexample:
 
     def to_json(self) -> dict[str, Any]:
         return {"property": self.property, "reason": self.reason,
-                "steps": [asdict(s) for s in self.steps], "facts": self.facts}
+                "steps": [_step_json(s) for s in self.steps], "facts": self.facts}
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> "Counterexample":
@@ -143,17 +145,18 @@ def _true(model: z3.ModelRef, term: Any) -> bool:
     return z3.is_true(model.eval(term, model_completion=True))
 
 
-def _tag(low: VerifyInstance, thread: int) -> str:
-    """``t1``, or ``proxy`` for a rank's host proxy thread."""
-    local = low.local_thread(thread)
-    return {-1: "proxy", -2: "tma"}.get(local, f"t{local}")
+def _step_json(step: CounterexampleStep) -> dict[str, Any]:
+    data = asdict(step)
+    if step.cta is None:
+        del data["cta"]  # one CTA per rank: as before the field existed
+    return data
 
 
 def _writer_text(w: VerifyEvent | None, low: VerifyInstance) -> str:
     if w is None:
         return "the initial value"
     source = low.threads[w.thread][w.instr].source
-    return f"rank {w.rank} {_tag(low, w.thread)} {w.label} (iteration {w.iteration}{_at(source)})"
+    return f"rank {w.rank} {low.thread_text(w.thread, short=True)} {w.label} (iteration {w.iteration}{_at(source)})"
 
 
 def _at(source: str) -> str:
@@ -213,7 +216,7 @@ class _Builder:
         elif first is not None and first.kind == EventKind.FENCE:
             target = f"fence.{first.sem}.{first.scope}"
         elif first is not None and first.kind == EventKind.BARRIER:
-            target = "bar.sync (rank's threads)"
+            target = "bar.sync (rank's threads)" if low.bounds.ctas == 1 else "bar.sync (the CTA's threads)"
         if instr.kind == InstrKind.POLL and instr.predicate:
             target += f" until {instr.predicate.describe()}"
             stuck = self.ex.stuck.get(instr.id) if self.ex.live else None
@@ -222,7 +225,7 @@ class _Builder:
         rank = low.rank_of(instr.thread)
         return CounterexampleStep(rank=rank, thread=low.local_thread(instr.thread), iteration=instr.iteration, op=instr.label,
                     action=kinds.get(instr.kind, instr.kind), target=target, values=values, note=note, mark=mark,
-                    source=instr.source)
+                    source=instr.source, cta=low.cta_of(instr.thread))
 
     def timeline(self, key_instrs: list[VerifyInstr], marks: dict[int, str], limit: int = 40) -> list[CounterexampleStep]:
         """Steps for ``key_instrs`` plus the synchronization around them, in an order consistent with po and rf."""

@@ -36,7 +36,7 @@ _SAME_FIELDS = ("kind", "sem", "scope", "rmw_op", "returns_value", "label", "ite
 def rank_rotation(low: VerifyInstance, ref: RefRun | None = None) -> dict[int, int] | None:
     """The event map of renaming rank ``r`` to ``r + 1 (mod N)``, if it maps the instance (and ``ref``) onto itself."""
     n = low.bounds.ranks
-    per_rank = low.bounds.threads
+    per_rank = low.bounds.threads * low.bounds.ctas  # a rank's threads: its CTAs' threads, rank-major
 
     def rot_rank(r: int) -> int:
         return (r + 1) % n
@@ -76,7 +76,7 @@ def rank_rotation(low: VerifyInstance, ref: RefRun | None = None) -> dict[int, i
         if x.loc is not None:
             if loc_map.setdefault(x.loc, y.loc) != y.loc:
                 return None
-        if x.bar is not None and (y.bar != (rot_rank(x.bar[0]), x.bar[1]) if isinstance(x.bar, tuple) else True):
+        if x.bar is not None and (y.bar != (rot_rank(x.bar[0]), *x.bar[1:]) if isinstance(x.bar, tuple) else True):
             return None
         if {ev_map[d] for d in x.deps} != set(y.deps):
             return None

@@ -50,7 +50,7 @@ from collsim.verify.properties import (
     torn,
 )
 from collsim.verify.report import Counterexample, build_counterexample
-from collsim.verify.instance import long_integer_text
+from collsim.verify.instance import long_integer_text, threads_text
 from collsim.verify.solver import raise_if_interrupted
 from collsim.verify.symmetry import anchored_at_rank0, rank_rotation
 
@@ -89,10 +89,12 @@ class Bound:
     assumptions: tuple[str, ...]
     data_domain: bool
     notes: tuple[str, ...] = ()
+    #: CTAs per rank (the JSON form names them only when there are several)
+    ctas: int = 1
 
     def describe(self) -> str:
         text = (f"{self.ranks} ranks x {self.iterations} iterations, {self.lines} line(s) per chunk, "
-                f"{self.threads} thread(s) per rank, {self.model}")
+                f"{threads_text(self.threads, self.ctas)}, {self.model}")
         assumed = list(self.assumptions) + (["data domain"] if self.data_domain else [])
         text += ", assuming " + (", ".join(assumed) if assumed else "nothing")
         return text
@@ -101,13 +103,20 @@ class Bound:
         data = asdict(self)
         data["assumptions"] = list(self.assumptions)
         data["notes"] = list(self.notes)
+        if self.ctas == 1:
+            del data["ctas"]
         return data
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> "Bound":
         return Bound(data["ranks"], data["iterations"], data["lines"], data["threads"], data["model"],
-                     tuple(data["assumptions"]), data["data_domain"], tuple(data.get("notes", ())))
+                     tuple(data["assumptions"]), data["data_domain"], tuple(data.get("notes", ())),
+                     data.get("ctas", 1))
 
+
+#: the most CTAs per rank a default bound checks (two CTAs see every CTA-to-CTA ordering; the program is
+#: generated for the bound's CTAs, so the grid barrier counts them)
+MAX_VERIFIED_CTAS = 2
 
 #: the reason of an ``unknown`` verdict whose premise no execution reaches starts so
 VACUOUS = "vacuous"
@@ -591,11 +600,11 @@ def estimate(protocol: str | Protocol, algorithm: str | None = None, **kwargs: A
 
 def _bound(low: VerifyInstance, bounds: Bounds, model: str, assumptions: tuple[str, ...], data_domain: bool) -> Bound:
     return Bound(bounds.ranks, bounds.iterations, bounds.lines, bounds.threads, model, assumptions, data_domain,
-                 tuple(low.notes))
+                 tuple(low.notes), bounds.ctas)
 
 
 def _bounds_for(proto: Protocol, algorithm: str, ranks, iterations, lines, threads,
-                max_lanes, sizes: tuple[int, ...] | None = None) -> tuple[Bounds, str | None]:
+                max_lanes, sizes: tuple[int, ...] | None = None, ctas=None) -> tuple[Bounds, str | None]:
     """The bound to check: the options given, else the protocol's ``verify_bounds`` hints, else the defaults.
 
     The default threads and lines come from the width of the data path (:func:`~collsim.verify.lower.data_path`):
@@ -611,7 +620,8 @@ def _bounds_for(proto: Protocol, algorithm: str, ranks, iterations, lines, threa
     bounds = Bounds(ranks=ranks if ranks is not None else hints.get("ranks", 3),
                     iterations=iterations if iterations is not None else hints.get("iterations", 2),
                     lines=chosen_lines, threads=chosen_threads,
-                    max_lanes=max_lanes if max_lanes is not None else hints.get("max_lanes", 2), sizes=sizes)
+                    max_lanes=max_lanes if max_lanes is not None else hints.get("max_lanes", 2), sizes=sizes,
+                    ctas=ctas if ctas is not None else hints.get("ctas", min(proto.ctas, MAX_VERIFIED_CTAS)))
     return bounds, (path.describe() if defaulted else None)
 
 
@@ -646,7 +656,7 @@ def _plan(protocol: str | Protocol, algorithm: str | None, *, ranks: int | None 
           iterations: int | None = None, model: str = "ptx", assume: Iterable[str] | None = None,
           flag_bits: int | None = None, lines: int | None = None, threads: int | None = None,
           max_lanes: int | None = None, dependencies: bool = True, properties: Iterable[str] | None = None,
-          sizes: Iterable[int] | None = None) -> _Plan:
+          sizes: Iterable[int] | None = None, ctas: int | None = None) -> _Plan:
     """Check the arguments of :func:`verify` and lower the program (no solving)."""
     if model not in ("ptx", "sc"):
         raise InputError(f"unknown memory model {model!r}", field="--model", choices=["ptx", "sc"])
@@ -668,7 +678,8 @@ def _plan(protocol: str | Protocol, algorithm: str | None, *, ranks: int | None 
         if lines is None:
             lines = max(sizes, default=1)
     try:
-        bounds, bound_note = _bounds_for(proto, algorithm, ranks, iterations, lines, threads, max_lanes, sizes)
+        bounds, bound_note = _bounds_for(proto, algorithm, ranks, iterations, lines, threads, max_lanes, sizes,
+                                         ctas)
     except ValueError as err:
         if sizes is None:
             raise
@@ -706,6 +717,7 @@ def verify(
     use_cache: bool = True,
     progress: "Callable[[str], None] | None" = None,
     sizes: Iterable[int] | None = None,
+    ctas: int | None = None,
 ) -> VerifyResult:
     """Check every property of ``protocol`` under ``algorithm`` (default: its first) at a bound.
 
@@ -717,6 +729,8 @@ def verify(
         Hardware assumptions to prove under (default: the protocol's declared ones).
     flag_bits : int, optional
         Override the protocol's ``flag_bits`` parameter (epoch wrap-around).
+    ctas : int, optional
+        CTAs per rank in the bound (default: the protocol's ``ctas``, at most :data:`MAX_VERIFIED_CTAS`).
     dependencies : bool
         Also re-check without each assumption and without the data-domain restriction.
     properties : names, optional
@@ -736,7 +750,7 @@ def verify(
     """
     start = time.perf_counter()
     common = dict(ranks=ranks, iterations=iterations, model=model, assume=assume, flag_bits=flag_bits, lines=lines,
-                  threads=threads, max_lanes=max_lanes, dependencies=dependencies, properties=properties)
+                  threads=threads, max_lanes=max_lanes, dependencies=dependencies, properties=properties, ctas=ctas)
     enumerated = _size_enumeration(protocol, algorithm, sizes, common)
     if enumerated is not None:
         bounds, sequences = enumerated
