@@ -43,7 +43,7 @@ from typing import Callable
 from collsim.emit.layouts import EmitError, LaneRun, LayoutPlan, lane_runs
 from collsim.emit.plan import EmitNode, ProgramPlan, iter_nodes
 from collsim.ir import multimem
-from collsim.ir.expr import Expr
+from collsim.ir.expr import BinOp, Expr, Loaded, loaded_registers
 from collsim.ir.ops import (Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
                             MulticastRef, MultimemLoadReduce, MultimemRed, MultimemStore, NotEqual, Op, PollUntil,
                             Reduce, Ref, Reg, Store, SyncGroup, WriteOutput)
@@ -628,10 +628,19 @@ class KernelGenerator(OpVisitor):
         o(f'             : {results} : "l"({addr}) : "memory");')
 
     def _write_data(self, lp: LayoutPlan, names: list[str], into: str | None) -> None:
-        """Write the data elements of one lane to register ``into`` at o_d."""
-        if into is None or not lp.has_data():
+        """Write the data elements of one lane to register ``into`` at o_d; a counter word (a layout without
+        data) at its place in the line, for a poll that waits for it (:class:`~collsim.ir.expr.Loaded`)."""
+        if into is None:
             return
         o = self.out
+        if not lp.has_data():
+            if lp.lanes != 1:
+                raise EmitError(f"a counter layout of {lp.lanes} lanes ({lp.name}) cannot fill a register")
+            bits = lp.elem_bytes * 8
+            for i in range(lp.n_elems):
+                o(f"collsim_st_u{bits}({into} + ln * {lp.layout.line_bytes} + {i * lp.elem_bytes}, "
+                  f"(unsigned long long){names[i]});")
+            return
 
         def write(pattern) -> None:
             for i, el in enumerate(pattern.elements):
@@ -671,7 +680,17 @@ class KernelGenerator(OpVisitor):
             if lp.elem_bytes == 8 and value < (1 << 32):
                 value = (value << 32) | value
             return f"(long long){value}ull"
-        return _c(pred.value)
+        return f"(long long)({self._value_c(pred.value)})"
+
+    def _value_c(self, expr: Expr) -> str:
+        """``expr`` as C, a loaded register word (:class:`~collsim.ir.expr.Loaded`) read from its scratch."""
+        if isinstance(expr, Loaded):
+            return (f"(long long)collsim_ld_u{expr.nbytes * 8}(reg_{self.reg(expr.register)} + {expr.offset})"
+                    f" /* {expr.register} */")
+        if isinstance(expr, BinOp) and loaded_registers(expr):
+            op = "/" if expr.op == "//" else expr.op  # as BinOp.to_c spells it
+            return f"({self._value_c(expr.left)} {op} {self._value_c(expr.right)})"
+        return expr.to_c()
 
     @_scoped
     def visit_poll_until(self, op: PollUntil, node: EmitNode) -> None:

@@ -23,10 +23,10 @@ from typing import Any
 from collsim.errors import ProtocolDefinitionError
 from collsim.ir.effects import Effects, effects
 from collsim.ir.layout import LineLayout, WordRole
-from collsim.ir.expr import Expr
+from collsim.ir.expr import Expr, loaded_registers
 from collsim.ir.ops import HOST_ACTIONS, HOST_SYMBOLS, Fill, Loop, Op, Ref
 from collsim.ir.origin import shown_path
-from collsim.ir.program import Program
+from collsim.ir.program import Program, walk
 from collsim.ir.types import FillPattern
 
 __all__ = ["ProgramCheckError", "check_program", "check_protocol_program", "protocol_file", "touched_lines",
@@ -121,10 +121,22 @@ def _expressions(op: Op) -> Iterable[Expr]:
             yield from (getattr(value, g.name) for g in fields(value) if isinstance(getattr(value, g.name), Expr))
 
 
+def _check_loaded_values(program: Program, where: str, source: str | None) -> None:
+    """A loaded value (:class:`~collsim.ir.expr.Loaded`) is a poll's wait target, nothing else (an address,
+    a count or a stored flag from memory is not modelled)."""
+    for op in walk(program.ops):
+        for value in _expressions(op):
+            if loaded_registers(value):
+                raise ProgramCheckError(
+                    f"{where}: {op.label} uses the loaded value {value!r} outside a poll's predicate: a value "
+                    f"from memory may be a poll's wait target only", op=op, file=source)
+
+
 def check_program(program: Program, source: str | None = None) -> None:
     """Raise :class:`ProgramCheckError` naming the first broken rule."""
     where = f"{program.protocol}/{program.algorithm}"
     _check_host_actions(program, where, source)
+    _check_loaded_values(program, where, source)
     for nranks, iteration, msg_lines in TINY_INSTANCES:
         buffers = {buf.name: buf for buf in program.buffers}
         data_bytes = max(buf.layout.data_bytes for buf in program.buffers) or 16
@@ -182,8 +194,9 @@ def check_program(program: Program, source: str | None = None) -> None:
                         polled.extend((op, flat.name, key, polled_roles) for key in keys)
                 for name in touch.registers_read:
                     if name not in filled:
+                        what = "waits for a value loaded into" if name in touch.loaded else "reads"
                         raise ProgramCheckError(
-                            f"{where}: {flat.name} reads register {name!r} before anything fills it",
+                            f"{where}: {flat.name} {what} register {name!r} before anything fills it",
                             op=op, file=source)
                 if touch.fills:
                     filled.add(touch.fills)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from collsim.ir.expr import Expr
+from collsim.ir.expr import Expr, loaded_registers
 from collsim.ir.ops import (Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
                             MulticastRef, MultimemLoadReduce, MultimemRed, MultimemStore, Op, PollUntil, Predicate,
                             Reduce, Ref, Reg, Source, Store, SyncGroup, WriteOutput)
@@ -53,6 +53,8 @@ class Effects:
     ends_launch: bool = False
     whole_lines: bool = False
     host: bool = False
+    #: registers whose loaded words a poll's predicate waits for (:class:`~collsim.ir.expr.Loaded`)
+    loaded: tuple[str, ...] = ()
 
     @property
     def multicast(self) -> bool:
@@ -80,8 +82,8 @@ class Effects:
 
     @property
     def registers_read(self) -> tuple[str, ...]:
-        """The registers among :attr:`sources`."""
-        return tuple(src.name for src in self.sources if isinstance(src, Reg))
+        """The registers among :attr:`sources`, and those a predicate's loaded value names."""
+        return tuple(src.name for src in self.sources if isinstance(src, Reg)) + self.loaded
 
     @property
     def touches_registers(self) -> bool:
@@ -105,7 +107,7 @@ class _EffectsOf(OpVisitor):
         return Effects(op.src, fills=op.into)
 
     def visit_poll_until(self, op: PollUntil) -> Effects:
-        return Effects(op.src, until=op.until, fills=op.into)
+        return Effects(op.src, until=op.until, fills=op.into, loaded=loaded_registers(op.until.value))
 
     def visit_fence(self, op: Fence) -> Effects:
         return _NOTHING

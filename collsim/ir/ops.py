@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Mapping, Union
 
 from collsim.ir import multimem
-from collsim.ir.expr import Expr, ExprLike, as_expr
+from collsim.ir.expr import Expr, ExprLike, LoadedValue, as_expr
 from collsim.ir.floats import F32_NEG_ZERO, Compare, is_nan32
 from collsim.ir.origin import SourceLocation
 from collsim.ir.types import FenceKind, FillPattern, Issuer, RmwOp, Scope, Sem
@@ -246,7 +246,34 @@ class Predicate:
             want = self.value
             if isinstance(want, Expr):
                 raise TypeError(f"{self!r} is symbolic: bind it (Predicate.bind or collsim.ir.ops.bind) first")
+            if isinstance(want, LoadedValue):
+                raise TypeError(f"{self!r} waits for a loaded value: resolve it (Predicate.resolved) first")
         return self._compare(word, want)
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the bound value is a register word (:class:`~collsim.ir.expr.Loaded`) still to resolve."""
+        return isinstance(self.value, LoadedValue)
+
+    def resolved(self, lookup: Any) -> "Predicate":
+        """The bound predicate with a loaded value replaced by ``lookup(register, offset)`` (plus its offset):
+        the consumer's own value of the register word (an int, a verifier term, a C expression).
+
+        >>> from collsim.ir.expr import Loaded
+        >>> AtLeast(Loaded("step") + 2).bind({}).resolved(lambda reg, off: 5).holds(7)
+        True
+        """
+        if not isinstance(self.value, LoadedValue):
+            return self
+        return self.with_value(self.value.resolve(lookup))
+
+    def with_value(self, value: Any) -> "Predicate":
+        """The same comparison against ``value`` (a consumer's own term for a resolved target)."""
+        bound = object.__new__(type(self))
+        for f in fields(self):
+            object.__setattr__(bound, f.name, getattr(self, f.name))
+        object.__setattr__(bound, "value", value)
+        return bound
 
     def describe(self) -> str:
         """``"== 5"``, ``">= 3"``, ``"!= 0xfffafffa"``: the condition a bound poll waits for."""

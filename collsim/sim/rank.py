@@ -74,9 +74,11 @@ Every op also costs ``op_overhead_us`` of instruction issue.
 """
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any
 
+from collsim.errors import UnsupportedError
 from collsim.ir.ops import OP_TYPES, AtLeast
 from collsim.ir.types import FenceKind, Scope
 from collsim.ir.visit import OpVisitor, method_name
@@ -214,6 +216,8 @@ class Rank(OpVisitor):
         #: in a register, connHeadCache in src/device/prims_ll.h): an "at least" poll that value satisfies
         #: needs no load, since counters only grow
         self._counters: dict[tuple, Any] = {}
+        #: (register, byte) -> the counter word a load put there, for polls that wait for it (ir.expr.Loaded)
+        self.loaded_words: dict[tuple[str, int], Any] = {}
         self.end = 0.0
         self.final: PathNode | None = None
         self._preplaced: list[float] | None = None
@@ -351,6 +355,8 @@ class Rank(OpVisitor):
         return frames
 
     def visit_poll_until(self, th: Thread, op: Any):
+        if op.pred.loaded:
+            op = self._with_loaded_target(op)
         pred = op.pred
         if pred.__class__ is AtLeast and op.into is None:
             seen = self._counters.get(op.key)
@@ -367,6 +373,20 @@ class Rank(OpVisitor):
             return self._poll_after_wait(th, op, plan, found)
         self._poll_done(th, op, self._completion(plan, found[0]), found, plan[1])
         return None
+
+    def _with_loaded_target(self, op: Any) -> Any:
+        """A copy of poll ``op`` whose predicate waits for the value its register's load found in memory (the
+        bound op may be shared by ranks, so it is not changed)."""
+        def lookup(register: str, offset: int) -> Any:
+            value = self.loaded_words.get((register, offset))
+            if not isinstance(value, int):
+                raise UnsupportedError(f"{op.label}: waits for register {register!r} byte {offset}, but the "
+                                       f"simulator knows no counter value loaded there (load a counter word "
+                                       f"into it first)")
+            return value
+        resolved = copy.copy(op)
+        resolved.pred = op.pred.resolved(lookup)
+        return resolved
 
     def _poll_after_wait(self, th: Thread, op: Any, plan: tuple, found: Any):
         found = yield from self._wait_poll(op, plan, found)
@@ -720,6 +740,10 @@ class Rank(OpVisitor):
         wire = lines * op.line_bytes
         th.t += self.c.op_overhead_us
         t = th.t
+        if not op.data_bytes:  # a counter word: remember what the load finds, a poll may wait for it
+            location = self.memory.location(op.key)
+            for j in range(lines):
+                self.loaded_words[(op.into, op.into_offset + j * op.line_bytes)] = location.value_at(line + j, 1, t)
         node = self._issue_node(th, op, True)
         if owner == self.rank:
             finish = reserve((self.hbm, self.local_ld), wire, t)

@@ -393,12 +393,29 @@ class _ElementLowering(OpVisitor):
         """A load, or (``until`` given) the exiting load of a poll: one instruction per line."""
         src = op.src
         poll = until is not None
+        waits_for: frozenset[int] = frozenset()
+        if poll and until.loaded:
+            until, waits_for = self.resolve_loaded(until, site)
         for j, thread in self.line_items(src, op.issuer, site.rank):
             instr = self.new_instr(thread, InstrKind.POLL if poll else InstrKind.LOAD, site.name, site.iteration,
                                    until)
             values = self.read_line(instr, op, src, j, site, poll)
+            for ev in instr.events:  # the exit compares against the loaded word: it depends on that read
+                ev.deps = ev.deps | waits_for
             if op.into is not None:
                 site.regs.setdefault(op.into, {}).update(values)
+
+    def resolve_loaded(self, until: Predicate, site: _Site) -> tuple[Predicate, frozenset[int]]:
+        """A predicate whose value is a loaded register word, with the read's value term in its place (a
+        :class:`Lin` the encoding translates), and the reads that term names."""
+        loaded = until.value
+        value = site.regs.get(loaded.register, {}).get(loaded.offset)
+        if value is None:
+            raise UnsupportedError(f"{site.name} waits for register {loaded.register!r} byte {loaded.offset}, "
+                                   f"which no earlier load of rank {site.rank} filled in the verifier's instance")
+        term = value + Lin.const(loaded.add)
+        resolved = until.with_value(term)
+        return resolved, frozenset(resolved.value.reads())
 
     def read_line(self, instr: VerifyInstr, op: Any, src: Any, j: int, site: _Site, poll: bool) -> dict[int, Lin]:
         """The read events of line ``j`` of ``src`` in ``instr`` (every modelled word for a poll, the data
@@ -410,7 +427,7 @@ class _ElementLowering(OpVisitor):
         data = {w: k for w, k in self.data_words(buf)}
         by_word: dict[int, VerifyEvent] = {}
         values: dict[int, Lin] = {}
-        words = self.kept[buf.name] if poll else [w for w in self.kept[buf.name] if w in data]
+        words = self.kept[buf.name] if poll or not data else [w for w in self.kept[buf.name] if w in data]
         for w in words:
             ev = self.mem_event(instr, EventKind.READ, op, src, j, w, site.env)
             if poll:
@@ -419,9 +436,17 @@ class _ElementLowering(OpVisitor):
                 ev.consumer = into
                 offset = op.into_offset + j * layout.data_bytes + data[w] * layout.words[w].nbytes
                 values[offset] = Lin.atom(("rd", ev.id))
+            elif into is not None and not data:
+                values[self.counter_offset(op, layout, j, w)] = Lin.atom(("rd", ev.id))
             by_word[w] = ev
         self.groups_for(by_word, layout, "rgroup", None)
         return values
+
+    @staticmethod
+    def counter_offset(op: Any, layout: LineLayout, j: int, w: int) -> int:
+        """The register byte a counter word (a layout without data words) lands in: the word's place in the
+        line, lines one after another (what a poll's :class:`~collsim.ir.expr.Loaded` target names)."""
+        return int(op.into_offset) + j * layout.line_bytes + layout.word_offset(w)
 
     def write_line(self, instr: VerifyInstr, op: Any, dst: Any, j: int, site: _Site, src: Any, flag: Any,
                    kind: str) -> None:
@@ -477,6 +502,8 @@ class _ElementLowering(OpVisitor):
                 ev.consumer = into
                 offset = op.into_offset + j * layout.data_bytes + data[w] * layout.words[w].nbytes
                 site.regs.setdefault(into, {})[offset] = Lin.atom(("rd", ev.id))
+            elif into is not None and not data:
+                site.regs.setdefault(into, {})[self.counter_offset(op, layout, j, w)] = Lin.atom(("rd", ev.id))
             by_word[w] = ev
         self.groups_for(by_word, layout, "wgroup", kind)
 

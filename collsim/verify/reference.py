@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from collsim.verify.instance import InstrKind, VerifyInstance
+from collsim.verify.instance import InstrKind, Lin, VerifyInstance
 
 __all__ = ["RefRun", "reference_run"]
 
@@ -58,7 +58,9 @@ def reference_run(low: VerifyInstance, max_rounds: int = 100000) -> RefRun:
                     progressed = True
                 continue
             if instr.kind == InstrKind.POLL:
-                ok = all(instr.predicate.holds(memory[e.loc][0]) for e in instr.events if e.polled)
+                target = instr.predicate.value
+                want = target.evaluate(env) if isinstance(target, Lin) else None  # a loaded wait target
+                ok = all(instr.predicate.holds(memory[e.loc][0], want) for e in instr.events if e.polled)
                 if not ok:
                     continue
             for ev in instr.events:

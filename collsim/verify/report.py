@@ -419,7 +419,7 @@ def _needed_write(b: _Builder, instr: VerifyInstr, e: VerifyEvent,
     needed = None
     if ref is not None and ref.rf.get(e.id) is not None:
         needed = low.events[ref.rf[e.id]]
-    else:
+    elif isinstance(instr.predicate.value, int):  # (a loaded wait target has no value without the run)
         for w in low.writes_at(e.loc):
             value = w.value.c if w.value is not None and w.value.is_const else None
             if value is not None and bool(instr.predicate.holds(value)):
