@@ -182,7 +182,8 @@ class _Description(OpVisitor):
 
     def visit_poll_until(self, op: PollUntil) -> str:
         into = f" -> {op.into}(+{op.into_offset!r})" if op.into else ""
-        return (f"PollUntil {_pred_text(op.until)} {op.sem.value}.{op.scope.value}{self.who(op)}: "
+        cas = f" by cas, swap {op.swap!r}" if op.cas else ""
+        return (f"PollUntil {_pred_text(op.until)}{cas} {op.sem.value}.{op.scope.value}{self.who(op)}: "
                 f"{_ref_text(op.src)}{into}")
 
     def visit_fence(self, op: Fence) -> str:
@@ -696,6 +697,9 @@ class KernelGenerator(OpVisitor):
     def visit_poll_until(self, op: PollUntil, node: EmitNode) -> None:
         o = self.out
         lp = self.plan.layouts[op.src.buffer]
+        if op.cas:
+            self._cas_loop(node, op, lp)
+            return
         if not lp.layout.poll_words:
             raise EmitError(f"{self.where(node)}: polls layout {lp.name}, which has no polled word")
         quals = ptx_load_qualifiers(op.sem, op.scope, self.where(node))
@@ -710,6 +714,31 @@ class KernelGenerator(OpVisitor):
             self._poll_per_thread(node, op, lp, quals, base, names, into)
         else:
             self._poll_lane_group(node, op, lp, quals, base, names, into)
+
+    def _cas_loop(self, node: EmitNode, op: PollUntil, lp: LayoutPlan) -> None:
+        """A CAS loop: each item (a counter word) spins on ``atom.cas`` until it returns the compare value."""
+        o = self.out
+        if lp.has_data() or lp.lanes != 1:
+            raise EmitError(f"{self.where(node)}: a CAS loop works on counter words; {lp.name} has data or lanes")
+        _, quals = ptx_atomic_qualifiers(op.sem, op.scope, True, self.where(node))
+        bits, words = lp.elem_bytes * 8, len(lp.layout.words)
+        base = self.ref_base(op.src, node)
+        o(f"const long long o_want = {self._want(node, op, lp)};")
+        o(f"const {lp.ctype} o_cmp = ({lp.ctype})o_want;")
+        o(f"const {lp.ctype} o_swap = ({lp.ctype})({_c(op.swap)});")
+        self.item_loop(op.issuer, f"o_lines * {words}")
+        o(f"const long long ln = o_i / {words};")
+        o(f"{lp.ctype} o_old;")
+        o("unsigned int o_spins = 0; unsigned long long o_t0 = 0;")
+        o.open("while (true) {")
+        o(f'asm volatile("{self.marker(node)}atom{quals}.global.cas.b{bits} %0, [%1], %2, %3;"')
+        o(f'             : "={lp.constraint}"(o_old) : "l"({base} + o_i * {lp.elem_bytes}), "{lp.constraint}"(o_cmp), '
+          f'"{lp.constraint}"(o_swap) : "memory");')
+        o("if (o_old == o_cmp) break;  // the CAS succeeded: it wrote o_swap")
+        o(f"if (collsim_poll_timeout(COLLSIM_TIMEOUT_ARGS(p), o_spins, o_t0, rank, chan, {node.id}, ln, "
+          "(unsigned long long)o_old, o_want)) break;")
+        o.close()
+        self.close_item_loop(op.issuer)
 
     def _poll_per_thread(self, node, op, lp, quals, base, names, into) -> None:
         """One thread spins on each of its items; a leader walks all of them."""
@@ -991,11 +1020,10 @@ class KernelGenerator(OpVisitor):
         o = self.out
         mnemonic, quals = ptx_atomic_qualifiers(op.sem, op.scope, op.into is not None, self.where(node))
         if op.op is RmwOp.CAS:
-            raise EmitError(f"{self.where(node)}: atom.cas needs a compare value, which the IR's Atomic "
-                            "does not carry (add a 'compare' field to Atomic to emit CAS)")
+            mnemonic = "atom"  # a CAS has no red form
         bits = lp.elem_bytes * 8
         ptx_op = {RmwOp.ADD: f"add.u{bits}", RmwOp.EXCH: f"exch.b{bits}", RmwOp.MIN: f"min.u{bits}",
-                  RmwOp.MAX: f"max.u{bits}"}[op.op]
+                  RmwOp.MAX: f"max.u{bits}", RmwOp.CAS: f"cas.b{bits}"}[op.op]
         words = len(lp.layout.words)
         base = self.ref_base(op.dst, node)
         o(f"const {lp.ctype} o_val = ({lp.ctype})({op.operand.to_c()});")
@@ -1008,8 +1036,14 @@ class KernelGenerator(OpVisitor):
             o(f'             :: "l"({addr}), "{lp.constraint}"(o_val) : "memory");')
         else:
             o(f"{lp.ctype} o_old;")
-            o(f'asm volatile("{self.marker(node)}atom{quals}.global.{ptx_op} %0, [%1], %2;"')
-            o(f'             : "={lp.constraint}"(o_old) : "l"({addr}), "{lp.constraint}"(o_val) : "memory");')
+            if op.op is RmwOp.CAS:  # atom.cas d, [a], compare, swap: a failed one writes nothing
+                o(f"const {lp.ctype} o_cmp = ({lp.ctype})({op.compare.to_c()});")
+                o(f'asm volatile("{self.marker(node)}atom{quals}.global.{ptx_op} %0, [%1], %2, %3;"')
+                o(f'             : "={lp.constraint}"(o_old) : "l"({addr}), "{lp.constraint}"(o_cmp), '
+                  f'"{lp.constraint}"(o_val) : "memory");')
+            else:
+                o(f'asm volatile("{self.marker(node)}atom{quals}.global.{ptx_op} %0, [%1], %2;"')
+                o(f'             : "={lp.constraint}"(o_old) : "l"({addr}), "{lp.constraint}"(o_val) : "memory");')
             if op.into:
                 o(f"collsim_st_u{bits}(o_into + o_i * {lp.elem_bytes}, o_old);")
             else:

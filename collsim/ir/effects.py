@@ -107,7 +107,9 @@ class _EffectsOf(OpVisitor):
         return Effects(op.src, fills=op.into)
 
     def visit_poll_until(self, op: PollUntil) -> Effects:
-        return Effects(op.src, until=op.until, fills=op.into, loaded=loaded_registers(op.until.value))
+        # a CAS loop's exiting sample writes ``swap`` into the words it compared (a counter atomic's roles)
+        return Effects(op.src, writes_memory=op.cas, atomic=op.cas, until=op.until, fills=op.into,
+                       loaded=loaded_registers(op.until.value))
 
     def visit_fence(self, op: Fence) -> Effects:
         return _NOTHING

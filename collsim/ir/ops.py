@@ -402,6 +402,12 @@ class PollUntil(Op):
 
     The data words of the load that ends the spin go to register ``into``
     (``None``: the poll only synchronizes).
+
+    With ``swap`` the spin is a *CAS loop* on a flag or counter word: every sample is
+    ``atom.cas(word, until.value, swap)`` (``until`` must be :class:`Equals`), a failing one only
+    reads, and the one that finds the expected value ends the spin and writes ``swap``
+    (PyTorch SymmetricMemory's ``put_signal`` spins on CAS(0, 1), ``wait_signal`` on CAS(1, 0)).
+    ``sem`` is then the atomic's: relaxed, acquire, release or acq_rel.
     """
 
     src: Ref
@@ -412,10 +418,27 @@ class PollUntil(Op):
     issuer: Issuer = Issuer.ALL
     label: str = "poll"
     into_offset: Expr = 0  # type: ignore[assignment]
+    swap: Expr | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.into_offset, int):
             object.__setattr__(self, "into_offset", _e(self.into_offset))
+        if isinstance(self.swap, int):
+            object.__setattr__(self, "swap", _e(self.swap))
+        if self.swap is not None:
+            if not isinstance(self.until, Equals):
+                raise ValueError(f"poll {self.label!r}: a CAS loop (swap) waits until the word equals the compare "
+                                 f"value: its predicate is Equals, not {type(self.until).__name__}")
+            if self.into is not None:
+                raise ValueError(f"poll {self.label!r}: a CAS loop returns the compare value; it fills no register")
+            if Sem(self.sem) is Sem.WEAK:
+                raise ValueError(f"poll {self.label!r}: a CAS is atomic: its sem is relaxed, acquire, release or "
+                                 "acq_rel, not weak")
+
+    @property
+    def cas(self) -> bool:
+        """Whether the spin is a CAS loop (see ``swap``)."""
+        return self.swap is not None
 
 
 @dataclass(frozen=True)
@@ -438,7 +461,9 @@ class Atomic(Op):
     ``flag``, with a data operand, is added to the flag words of each line
     (a count the line's readers poll, as in the LL128-atomic line: the data
     words get the operand, the count word ``flag``, all by the lanes of one
-    line).
+    line). ``RmwOp.CAS`` takes ``compare``: each word becomes ``operand`` if it
+    held ``compare``, else is left as it is (a failed CAS writes nothing and is
+    still a read); a CAS *loop* is a :class:`PollUntil` with ``swap``.
     """
 
     op: RmwOp
@@ -451,6 +476,7 @@ class Atomic(Op):
     label: str = "atomic"
     into_offset: Expr = 0  # type: ignore[assignment]
     flag: Expr | None = None
+    compare: Expr | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.operand, int):
@@ -459,6 +485,12 @@ class Atomic(Op):
             object.__setattr__(self, "into_offset", _e(self.into_offset))
         if isinstance(self.flag, int):
             object.__setattr__(self, "flag", _e(self.flag))
+        if isinstance(self.compare, int):
+            object.__setattr__(self, "compare", _e(self.compare))
+        if (RmwOp(self.op) is RmwOp.CAS) != (self.compare is not None):
+            raise ValueError(f"atomic {self.label!r}: a compare value goes with RmwOp.CAS and only with it")
+        if self.compare is not None and isinstance(self.operand, (Input, Reg, Fill)):
+            raise ValueError(f"atomic {self.label!r}: a CAS swaps in a counter value (an expression), not data")
         if self.flag is not None and not isinstance(self.operand, (Input, Reg, Fill)):
             raise ValueError(f"atomic {self.label!r}: a flag is added next to data; a counter atomic's operand "
                              "is already its increment")

@@ -79,12 +79,13 @@ class SimOp:
     ``src`` a source
     tuple ``("input", offset)``, ``("reg", name, offset, count, stride)`` or
     ``("fill", pattern)``; ``pred`` is the poll's :class:`~collsim.ir.ops.Predicate`, bound (its
-    :meth:`~collsim.ir.ops.Predicate.holds` is how :mod:`collsim.sim.memory` judges a polled word).
+    :meth:`~collsim.ir.ops.Predicate.holds` is how :mod:`collsim.sim.memory` judges a polled word);
+    ``swap`` is what a CAS loop's successful sample writes (None for a plain poll).
     """
 
     __slots__ = ("kind", "op", "loops", "label", "ref", "key", "layout", "src", "srcs", "sem", "scope", "flag",
                  "leader", "into", "into_offset", "pred", "nbytes", "offset", "operand", "releasing",
-                 "acquiring", "line_bytes", "data_bytes", "polls_flags")
+                 "acquiring", "line_bytes", "data_bytes", "polls_flags", "swap")
 
     @property
     def name(self) -> str:
@@ -157,7 +158,7 @@ def _ref_tuple(ref: Any) -> str:
 
 #: The fields of a bound op, besides its reference, that decide what it costs or what a poll sees (a data
 #: source's kind and register are literal in the IR; only its offsets are expressions).
-_TIMED_FIELDS = ("flag", "pred", "nbytes", "operand")
+_TIMED_FIELDS = ("flag", "pred", "nbytes", "operand", "swap")
 
 
 def _contains(ops: tuple, kinds: tuple[type, ...]) -> bool:
@@ -231,6 +232,8 @@ class _Compiler(OpVisitor):
             f.consts["until"] = op.until
         else:
             f.consts["pred"] = op.until.bind({})
+        if op.swap is not None:
+            f.fields["swap"] = _src(op.swap)
         return self._item(op, f)
 
     def visit_fence(self, op: Fence) -> tuple:

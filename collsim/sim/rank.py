@@ -357,6 +357,8 @@ class Rank(OpVisitor):
     def visit_poll_until(self, th: Thread, op: Any):
         if op.pred.loaded:
             op = self._with_loaded_target(op)
+        if op.swap is not None:
+            return self._cas_loop(th, op)
         pred = op.pred
         if pred.__class__ is AtLeast and op.into is None:
             seen = self._counters.get(op.key)
@@ -373,6 +375,23 @@ class Rank(OpVisitor):
             return self._poll_after_wait(th, op, plan, found)
         self._poll_done(th, op, self._completion(plan, found[0]), found, plan[1])
         return None
+
+    def _cas_loop(self, th: Thread, op: Any):
+        """A CAS loop: a release one first orders the thread's earlier writes (as a release store does); then
+        it samples like a poll, one atomic at the owner per sample, until the word holds the compare value,
+        and the sample that finds it writes ``swap`` there, at the owner, when it arrives."""
+        if op.releasing:
+            self._fence(th, op, op.scope, None, "release fence before the CAS")
+        plan = self._poll_plan(th, op)
+        lo = op.ref[4]
+        found = plan[0].satisfied_at(lo, lo + op.ref[5], op.pred, plan[2])
+        if found is None or (found[0] > self.sim.env.now + EPS and found[0] > plan[2] + EPS):
+            found = yield from self._wait_poll(op, plan, found)
+        done = self._completion(plan, found[0])
+        self._poll_done(th, op, done, found, plan[1])
+        _, _, first, period, back, _, extra = plan
+        seen = max(first, found[0] + period / 2)  # the successful sample reaches the word (see _completion)
+        plan[0].add(Write(lo, lo + op.ref[5], seen, "set", op.swap, None))
 
     def _with_loaded_target(self, op: Any) -> Any:
         """A copy of poll ``op`` whose predicate waits for the value its register's load found in memory (the

@@ -475,8 +475,8 @@ class _ElementLowering(OpVisitor):
         assumptions that join writes of ``kind``."""
         buf = self.buffers[dst.buffer]
         layout = buf.layout
-        if op.op not in (RmwOp.ADD, RmwOp.EXCH):
-            raise UnsupportedError(f"atomic {op.op.value} is not modelled (add and exch are)")
+        if op.op not in (RmwOp.ADD, RmwOp.EXCH, RmwOp.CAS):
+            raise UnsupportedError(f"atomic {op.op.value} is not modelled (add, exch and cas are)")
         data = {w: k for w, k in self.data_words(buf)}
         flagged = getattr(op, "flag", None)
         by_word: dict[int, VerifyEvent] = {}
@@ -494,7 +494,10 @@ class _ElementLowering(OpVisitor):
             else:
                 operand = Lin.const(int(op.operand))  # type: ignore[arg-type]
             ev = self.mem_event(instr, EventKind.RMW, op, dst, j, w, site.env, rmw_op=op.op.value)
-            ev.value = (Lin.atom(("rd", ev.id)) + operand) if op.op is RmwOp.ADD else operand
+            if op.op is RmwOp.CAS:  # the encoding derives the value and whether it writes (rmw_result)
+                ev.operand, ev.compare = operand, Lin.const(int(op.compare))
+            else:
+                ev.value = (Lin.atom(("rd", ev.id)) + operand) if op.op is RmwOp.ADD else operand
             ev.deps = ev.deps | frozenset(operand.reads())
             ev.returns_value = returns_value
             into = getattr(op, "into", None)
@@ -521,7 +524,36 @@ class _ElementLowering(OpVisitor):
         self.read(op, site, None)
 
     def visit_poll_until(self, op: PollUntil, site: _Site) -> None:
-        self.read(op, site, op.until)
+        if op.cas:
+            self.cas_loop(op, site)
+        else:
+            self.read(op, site, op.until)
+
+    def cas_loop(self, op: PollUntil, site: _Site) -> None:
+        """A CAS loop: only its exiting sample is an event (as for a poll), one ``cas`` per modelled word of each
+        line, whose read the predicate inspects; in an execution where it stays stuck its samples fail and
+        write nothing (the encoding's ``rmw_result``), so a failed CAS is a read."""
+        until = op.until
+        waits_for: frozenset[int] = frozenset()
+        if until.loaded:
+            until, waits_for = self.resolve_loaded(until, site)
+        compare = until.value if isinstance(until.value, Lin) else Lin.const(int(until.value))
+        buf = self.buffers[op.src.buffer]
+        layout = buf.layout
+        if layout.data_words:
+            raise UnsupportedError(f"{site.name}: a CAS loop compares flag or counter words; {buf.name}'s layout "
+                                   f"{layout.name} has data words")
+        polled = set(layout.poll_words)
+        for j, thread in self.line_items(op.src, op.issuer, site.rank):
+            instr = self.new_instr(thread, InstrKind.POLL, site.name, site.iteration, until)
+            by_word: dict[int, VerifyEvent] = {}
+            for w in self.kept[buf.name]:
+                ev = self.mem_event(instr, EventKind.RMW, op, op.src, j, w, site.env, rmw_op="cas",
+                                    operand=Lin.const(int(op.swap)), compare=compare)
+                ev.polled = w in polled
+                ev.deps = ev.deps | waits_for
+                by_word[w] = ev
+            self.groups_for(by_word, layout, "wgroup", "red")
 
     def visit_fence(self, op: Fence, site: _Site) -> None:
         threads = range(self.T) if op.issuer is Issuer.ALL else (0,)

@@ -70,7 +70,11 @@ def reference_run(low: VerifyInstance, max_rounds: int = 100000) -> RefRun:
                     values[ev.id] = value
                     env[("rd", ev.id)] = value
             for ev in instr.events:
-                if ev.is_write:
+                if ev.is_write and ev.rmw_op == "cas":  # a failed CAS writes nothing
+                    if env[("rd", ev.id)] == ev.compare.evaluate(env):
+                        memory[ev.loc] = (ev.operand.evaluate(env), ev.id)
+                        co[ev.loc].append(ev.id)
+                elif ev.is_write:
                     memory[ev.loc] = (ev.value.evaluate(env), ev.id)
                     co[ev.loc].append(ev.id)
             pcs[t] += 1
