@@ -85,3 +85,95 @@ def test_the_simulator_waits_for_the_value_the_counter_held():
     plain = simulate(topo, 8, "one-shot", load_protocol("barrier"), 1024, model="des")
     # the same barriers plus a local step load and save: no faster, and not a wait for a value never written
     assert plain.latency_us <= step.latency_us < plain.latency_us + 2.0
+
+
+# -- CAS loops ------------------------------------------------------------------------------------------------------
+SIGNAL_CAS = ROOT / "examples/protocols/signal_pad_cas.py"
+
+
+def test_a_cas_loop_is_a_poll_for_equality_that_writes_its_swap():
+    from collsim.ir import Atomic, PollUntil, RmwOp
+    from collsim.ir.effects import effects
+
+    slot = Ref("pad", 1)
+    put = PollUntil(slot, Equals(0), Sem.RELEASE, Scope.SYS, swap=1, label="put")
+    assert put.cas and effects(put).writes_memory and effects(put).polls
+    with pytest.raises(ValueError, match="Equals"):
+        PollUntil(slot, AtLeast(0), Sem.RELEASE, Scope.SYS, swap=1)
+    with pytest.raises(ValueError, match="not weak"):
+        PollUntil(slot, Equals(0), Sem.WEAK, Scope.SYS, swap=1)
+    with pytest.raises(ValueError, match="compare value goes with RmwOp.CAS"):
+        Atomic(RmwOp.CAS, slot, 1, Sem.RELAXED, Scope.SYS)
+    assert Atomic(RmwOp.CAS, slot, 1, Sem.RELAXED, Scope.SYS, compare=0).compare.evaluate({}) == 0
+
+
+def test_pytorchs_cas_signal_barrier_holds():
+    r = verify(str(SIGNAL_CAS), dependencies=False, use_cache=False)
+    assert r.ok, r.render(counterexamples=False)
+
+
+def test_a_put_signal_expecting_a_full_slot_hangs_in_the_first_barrier():
+    r = verify(str(ROOT / "examples/protocols/signal_pad_cas_wrong_expected.py"), properties=["hang"],
+               dependencies=False, use_cache=False)
+    assert r.caught
+    assert "put_signal" in r.properties["hang"].counterexample.reason
+
+
+def test_a_put_signal_that_stores_without_waiting_for_the_empty_slot_loses_a_signal():
+    r = verify(str(ROOT / "examples/protocols/signal_pad_cas_store_put.py"), properties=["hang"],
+               dependencies=False, use_cache=False)
+    assert r.caught
+    cex = r.properties["hang"].counterexample
+    assert "wait_signal" in cex.reason and "overwrote it" in cex.reason
+
+
+def test_a_cas_loop_lowers_to_one_exiting_cas_per_word():
+    from collsim.verify.instance import Bounds, EventKind, InstrKind
+    from collsim.verify.lower import lower_instance
+
+    low = lower_instance(load_protocol_file(str(SIGNAL_CAS)), "one-shot", Bounds(ranks=2, iterations=1))
+    puts = [i for i in low.instrs if i.label.startswith("barrier.publish.put_signal")]
+    waits = [i for i in low.instrs if i.label.startswith("barrier.publish.wait_signal")]
+    assert puts and waits
+    for instr, compare, swap, sem in [(puts[0], 0, 1, "release"), (waits[0], 1, 0, "acquire")]:
+        (ev,) = instr.events
+        assert instr.kind is InstrKind.POLL and ev.kind is EventKind.RMW and ev.polled
+        assert (ev.rmw_op, ev.compare.c, ev.operand.c, ev.sem, ev.value) == ("cas", compare, swap, sem, None)
+
+
+# -- what the emitter prints -----------------------------------------------------------------------------------------
+def _compiled_ptx(path: Path, tmp_path: Path) -> tuple[str, object, str]:
+    """Emit ``path`` (one-shot, sm_90), compile kernel.cu to PTX with warnings as errors, and check the PTX."""
+    import subprocess
+
+    from collsim.emit import prepare
+    from collsim.emit.package import write_program
+    from collsim.emit.ptxcheck import check_ptx
+    from collsim.emit.toolchain import WERROR, find_nvcc
+
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found (PATH, $NVCC or $CUDA_HOME): the CUDA compile needs the toolkit, not a GPU")
+    emitted = prepare(str(path), "one-shot", unverified=True, arch="sm_90")
+    directory = tmp_path / path.stem
+    write_program(emitted, directory)
+    cmd = [nvcc, "-O3", "-std=c++17", *WERROR, "-arch=sm_90", "-ptx", "kernel.cu", "-o", "kernel.ptx"]
+    proc = subprocess.run(cmd, cwd=directory, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    ptx = (directory / "kernel.ptx").read_text()
+    report = check_ptx(emitted.plan, ptx)
+    assert report.ok, report.summary()
+    return ptx, emitted, (directory / "kernel.cu").read_text()
+
+
+@pytest.mark.cuda
+def test_emitted_cas_loops_and_loaded_targets_compile_and_keep_their_semantics(tmp_path):
+    from collsim.emit.ptxcheck import check_ptx
+
+    ptx, emitted, kernel = _compiled_ptx(SIGNAL_CAS, tmp_path)
+    assert "atom.release.sys.global.cas.b32" in ptx and "atom.acquire.sys.global.cas.b32" in ptx
+    weakened = check_ptx(emitted.plan, ptx.replace("atom.release.sys.global.cas.b32", "atom.relaxed.sys.global.cas.b32"))
+    assert not weakened.ok
+    _, _, kernel = _compiled_ptx(STEP, tmp_path)
+    # the wait target is the register the step load filled, not an ITER epoch
+    assert "collsim_st_u64(o_into + ln * 8 + 0" in kernel and "collsim_ld_u64(reg_0 + 0) /* step */" in kernel
