@@ -177,3 +177,87 @@ def test_emitted_cas_loops_and_loaded_targets_compile_and_keep_their_semantics(t
     _, _, kernel = _compiled_ptx(STEP, tmp_path)
     # the wait target is the register the step load filled, not an ITER epoch
     assert "collsim_st_u64(o_into + ln * 8 + 0" in kernel and "collsim_ld_u64(reg_0 + 0) /* step */" in kernel
+
+
+# -- branching on a returned value -----------------------------------------------------------------------------------
+LAST = ROOT / "examples/protocols/last_arriver_barrier.py"
+#: 2 ranks x 2 launches, one thread and line: the branch makes the encoding general (no static pruning), and
+#: the counter's races are between ranks, not threads
+SMALL = {"ranks": 2, "threads": 1, "lines": 1}
+
+
+def test_a_branch_holds_stores_atomics_and_fences_and_needs_its_register():
+    from collsim.ir import Fence, FenceKind, PollUntil, When
+
+    store = Store(Ref("go", 0), None, Sem.RELEASE, Scope.SYS, flag=1)
+    assert When("ticket", Equals(1), (store, Fence(FenceKind.SC, Scope.SYS))).children()[0] is store
+    with pytest.raises(ValueError, match="stores, atomics and fences"):
+        When("ticket", Equals(1), (PollUntil(Ref("go", 0), AtLeast(1), Sem.ACQUIRE, Scope.SYS),))
+
+    base = type(load_protocol_file(str(LAST)))
+
+    class Unfilled(base):
+        name = "unfilled-ticket"
+
+        def _barrier(self, b, number, label):
+            with b.when("nothing", Equals(0), label="if_never"):
+                b.emit(store)
+
+    protocol = Unfilled()
+    with pytest.raises(ProtocolDefinitionError, match="if_never waits for a value loaded into register 'nothing' before"):
+        check_protocol_program(generate(protocol, "one-shot"), protocol)
+
+
+def test_the_last_arriver_of_a_fetch_add_counter_resets_it_and_releases_everyone():
+    r = verify(str(LAST), dependencies=False, use_cache=False, **SMALL)
+    assert r.ok, r.render(counterexamples=False)
+
+
+def test_a_last_arriver_that_resets_after_the_release_erases_an_arrival():
+    r = verify(str(ROOT / "examples/protocols/last_arriver_barrier_late_reset.py"), properties=["hang"],
+               dependencies=False, use_cache=False, **SMALL)
+    assert r.caught
+    assert "never produced" in r.properties["hang"].counterexample.reason
+
+
+def test_the_branch_is_taken_only_where_the_condition_holds():
+    """If nobody were last the barrier would hang; if everybody were, ranks would pass before all arrived."""
+    from collsim.ir import NRANKS
+
+    base = type(load_protocol_file(str(LAST)))
+
+    def with_condition(name, cond):
+        def _barrier(self, b, number, label):
+            real = b.when
+            b.when = lambda register, _cond, **kw: real(register, cond, **kw)
+            try:
+                base._barrier(self, b, number, label)
+            finally:
+                del b.when
+        return type(name.title().replace("-", ""), (base,), {"name": name, "_barrier": _barrier})()
+
+    nobody = verify(with_condition("nobody-last", Equals(NRANKS)), properties=["hang"], dependencies=False,
+                    use_cache=False, **SMALL)
+    assert nobody.properties["hang"].status == "violated"
+    everybody = verify(with_condition("everybody-last", AtLeast(0)), properties=["stale-read", "hang"],
+                       dependencies=False, use_cache=False, **SMALL)
+    assert not everybody.properties["stale-read"].holds and everybody.properties["hang"].holds
+
+
+def test_the_simulated_last_arriver_is_the_one_the_counter_says():
+    from collsim.models import simulate
+    from collsim.ir.registry import load_protocol
+    from collsim.topology import load_topology
+
+    topo = load_topology("hgx-h100")
+    last = simulate(topo, 8, "one-shot", load_protocol_file(str(LAST)), 1024, model="des")
+    plain = simulate(topo, 8, "one-shot", load_protocol("barrier"), 1024, model="des")
+    # per barrier: a remote acq_rel fetch-add round trip, then the last arriver's reset and release stores:
+    # slower than the all-to-all flag barrier, and it finishes (exactly one rank released the others)
+    assert plain.latency_us < last.latency_us < plain.latency_us + 10.0
+
+
+@pytest.mark.cuda
+def test_emitted_branch_compiles_and_tests_the_returned_value(tmp_path):
+    _, _, kernel = _compiled_ptx(LAST, tmp_path)
+    assert "if (o_cond == (unsigned long long)((nranks - 1))) {" in kernel

@@ -46,7 +46,7 @@ from collsim.ir import multimem
 from collsim.ir.expr import BinOp, Expr, Loaded, loaded_registers
 from collsim.ir.ops import (Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
                             MulticastRef, MultimemLoadReduce, MultimemRed, MultimemStore, NotEqual, Op, PollUntil,
-                            Reduce, Ref, Reg, Store, SyncGroup, WriteOutput)
+                            Reduce, Ref, Reg, Store, SyncGroup, When, WriteOutput)
 from collsim.ir.floats import Compare
 from collsim.ir.types import FillPattern, Issuer, RmwOp, Scope, Sem
 from collsim.ir.visit import OpVisitor
@@ -233,6 +233,9 @@ class _Description(OpVisitor):
 
     def visit_loop(self, op: Loop) -> str:
         return f"Loop {op.var} < {op.count!r}"
+
+    def visit_when(self, op: When) -> str:
+        return f"When {op.register}[{op.offset}] {_pred_text(op.cond)}"
 
 
 _DESCRIPTION = _Description()
@@ -518,6 +521,16 @@ class KernelGenerator(OpVisitor):
         o("#pragma unroll 1")
         o.open(f"for (long long {op.var} = 0; {op.var} < {_c(op.count)}; ++{op.var}) {{")
         self.nodes(node.body)
+        o.close()
+
+    def visit_when(self, op: When, node: EmitNode) -> None:
+        """The branch: every thread tests the register word (a leader-only body runs on thread 0 anyway)."""
+        o = self.out
+        o.open("{")
+        o(f"const unsigned long long o_cond = collsim_ld_u{op.nbytes * 8}(reg_{self.reg(op.register)} + {op.offset});")
+        o.open(f"if ({op.cond.holds(_CWord('o_cond', 'unsigned long long'), f'({self._value_c(op.cond.value)})')}) {{")
+        self.nodes(node.body)
+        o.close()
         o.close()
 
     def visit_sync_group(self, op: SyncGroup, node: EmitNode) -> None:

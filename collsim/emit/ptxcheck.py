@@ -34,7 +34,7 @@ from collsim.ir import multimem
 from collsim.ir.layout import LineLayout, WordRole
 from collsim.ir.ops import (Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
                             MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, Reduce, Reg, Store, SyncGroup,
-                            WriteOutput)
+                            When, WriteOutput)
 from collsim.ir.types import Sem
 from collsim.ir.visit import OpVisitor
 
@@ -423,6 +423,9 @@ class _Demands(OpVisitor):
 
     def visit_loop(self, op: Loop, node_id: int) -> None:
         return None  # its body's ops are nodes of their own
+
+    def visit_when(self, op: When, node_id: int) -> None:
+        return None  # a branch: its body's ops are nodes of their own
 
 
 def expected_instructions(plan: ProgramPlan, dtype: str) -> dict[int, Expectation]:

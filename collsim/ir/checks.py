@@ -24,7 +24,7 @@ from collsim.errors import ProtocolDefinitionError
 from collsim.ir.effects import Effects, effects
 from collsim.ir.layout import LineLayout, WordRole
 from collsim.ir.expr import Expr, loaded_registers
-from collsim.ir.ops import HOST_ACTIONS, HOST_SYMBOLS, Fill, Loop, Op, Ref
+from collsim.ir.ops import HOST_ACTIONS, HOST_SYMBOLS, Fill, Loop, Op, Ref, When
 from collsim.ir.origin import shown_path
 from collsim.ir.program import Program, walk
 from collsim.ir.types import FillPattern
@@ -132,6 +132,15 @@ def _check_loaded_values(program: Program, where: str, source: str | None) -> No
                     f"from memory may be a poll's wait target only", op=op, file=source)
 
 
+def _with_branches(flat_ops: Iterable[Any]) -> Iterable[tuple[str, Op, bool]]:
+    """``(name, op, inside a branch)`` for every bound op and the ops of every :class:`When`'s body."""
+    for flat in flat_ops:
+        yield flat.name, flat.op, False
+        if isinstance(flat.op, When):
+            for op in flat.op.body:
+                yield f"{flat.name}/{op.label}", op, True
+
+
 def check_program(program: Program, source: str | None = None) -> None:
     """Raise :class:`ProgramCheckError` naming the first broken rule."""
     where = f"{program.protocol}/{program.algorithm}"
@@ -146,29 +155,29 @@ def check_program(program: Program, source: str | None = None) -> None:
         for rank in range(nranks):
             env = {"RANK": rank, "NRANKS": nranks, "ITER": iteration, "MSG": msg}
             filled: set[str] = set()
-            for flat in program.flatten(env):
-                op, touch = flat.op, effects(flat.op)
+            for name, op, branch in _with_branches(program.flatten(env)):
+                touch = effects(op)
                 ref = touch.ref
                 if ref is not None:
                     if ref.buffer not in buffers:
                         raise ProgramCheckError(
-                            f"{where}: {flat.name} uses undeclared buffer {ref.buffer!r}",
+                            f"{where}: {name} uses undeclared buffer {ref.buffer!r}",
                             op=op, file=source, field="buffers", choices=sorted(buffers),
                         )
                     if touch.multicast and not buffers[ref.buffer].multicast:
                         raise ProgramCheckError(
-                            f"{where}: {flat.name} uses the multicast address of buffer {ref.buffer!r}, which is "
+                            f"{where}: {name} uses the multicast address of buffer {ref.buffer!r}, which is "
                             "not bound to a multicast object (declare it Buffer(..., multicast=True))",
                             op=op, file=source, field="buffers")
                     keys = []
                     for copy in touch.refs(nranks):
                         if not 0 <= copy.rank < nranks:
-                            raise ProgramCheckError(f"{where}: {flat.name} targets rank {copy.rank} of {nranks}",
+                            raise ProgramCheckError(f"{where}: {name} targets rank {copy.rank} of {nranks}",
                                                     op=op, file=source)
                         try:
                             keys.extend(touched_lines(program, copy, env))
                         except IndexError as err:
-                            raise ProgramCheckError(f"{where}: {flat.name}: {err} (ranks={nranks})",
+                            raise ProgramCheckError(f"{where}: {name}: {err} (ranks={nranks})",
                                                     op=op, file=source) from None
                     layout = buffers[ref.buffer].layout
                     roles = written_roles(touch, layout)
@@ -176,29 +185,29 @@ def check_program(program: Program, source: str | None = None) -> None:
                     if (touch.whole_lines and layout.flag_words and touch.sources
                             and touch.sources[0] == Fill(FillPattern.SENTINEL)):
                         raise ProgramCheckError(
-                            f"{where}: {flat.name} memsets {ref.buffer!r} to the sentinel, but its layout "
+                            f"{where}: {name} memsets {ref.buffer!r} to the sentinel, but its layout "
                             f"{layout.name} has flag words: a memset writes one pattern into every word, so "
                             f"clear it to zero", op=op, file=source)
                     if touch.flag is not None and not layout.flag_words:
                         raise ProgramCheckError(
-                            f"{where}: {flat.name} stores a flag into {ref.buffer!r}, whose layout "
+                            f"{where}: {name} stores a flag into {ref.buffer!r}, whose layout "
                             f"{layout.name} has no flag word", op=op, file=source)
                     if touch.polls:
                         if not layout.poll_words:
                             raise ProgramCheckError(
-                                f"{where}: {flat.name} polls {ref.buffer!r}, whose layout {layout.name} has no "
+                                f"{where}: {name} polls {ref.buffer!r}, whose layout {layout.name} has no "
                                 f"flag word and names no polled word: the poll would inspect nothing, so its "
                                 f"condition ({touch.until.describe()}) would hold vacuously (poll a flag or "
                                 f"counter buffer, or give the layout polled_words)", op=op, file=source)
                         polled_roles = frozenset(layout.words[i].role for i in layout.poll_words)
-                        polled.extend((op, flat.name, key, polled_roles) for key in keys)
-                for name in touch.registers_read:
-                    if name not in filled:
-                        what = "waits for a value loaded into" if name in touch.loaded else "reads"
+                        polled.extend((op, name, key, polled_roles) for key in keys)
+                for register in touch.registers_read:
+                    if register not in filled:
+                        what = "waits for a value loaded into" if register in touch.loaded else "reads"
                         raise ProgramCheckError(
-                            f"{where}: {flat.name} {what} register {name!r} before anything fills it",
+                            f"{where}: {name} {what} register {register!r} before anything fills it",
                             op=op, file=source)
-                if touch.fills:
+                if touch.fills and not branch:  # a register filled on one path only is not filled after it
                     filled.add(touch.fills)
         for op, name, key, roles in polled:
             buf = buffers[key[0]]

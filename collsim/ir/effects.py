@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from collsim.ir.expr import Expr, loaded_registers
 from collsim.ir.ops import (Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
                             MulticastRef, MultimemLoadReduce, MultimemRed, MultimemStore, Op, PollUntil, Predicate,
-                            Reduce, Ref, Reg, Source, Store, SyncGroup, WriteOutput)
+                            Reduce, Ref, Reg, Source, Store, SyncGroup, When, WriteOutput)
 from collsim.ir.visit import OpVisitor
 
 __all__ = ["Effects", "effects"]
@@ -53,7 +53,8 @@ class Effects:
     ends_launch: bool = False
     whole_lines: bool = False
     host: bool = False
-    #: registers whose loaded words a poll's predicate waits for (:class:`~collsim.ir.expr.Loaded`)
+    #: registers whose loaded words a poll's predicate waits for (:class:`~collsim.ir.expr.Loaded`) or a
+    #: branch tests (:class:`~collsim.ir.ops.When`)
     loaded: tuple[str, ...] = ()
 
     @property
@@ -149,6 +150,9 @@ class _EffectsOf(OpVisitor):
 
     def visit_host_barrier(self, op: HostBarrier) -> Effects:
         return _HOST_BARRIER
+
+    def visit_when(self, op: When) -> Effects:
+        return Effects(loaded=(op.register,))  # it reads its register; what it runs is its body's
 
 
 _EFFECTS = _EffectsOf()

@@ -64,6 +64,8 @@ __all__ = [
     "HOST_SYMBOLS",
     "HOST_ACTIONS",
     "Loop",
+    "When",
+    "WHEN_BODY",
     "OP_TYPES",
     "bind",
 ]
@@ -704,12 +706,49 @@ class Loop(Op):
         return self.body
 
 
+@dataclass(frozen=True)
+class When(Op):
+    """Run ``body`` only when ``cond`` holds for the word at byte ``offset`` of register ``register``: a
+    branch on a value the thread read, such as the old value a fetch-add returned (the last arriver at
+    a counter resets it and releases the others).
+
+    The register must be filled earlier on every path (:mod:`collsim.ir.checks`); ``cond`` is bound
+    like a poll's predicate and evaluated by :meth:`Predicate.holds` in every consumer. The body is
+    straight-line: stores, atomics and fences (:data:`WHEN_BODY`), so a thread that skips it leaves
+    nobody waiting; a :class:`Loop` may contain a ``When`` (release a flag to every peer).
+    """
+
+    register: str
+    cond: Predicate
+    body: tuple[Op, ...] = field(default_factory=tuple)
+    offset: int = 0
+    label: str = "when"
+    #: the width of the register word (the counter it came from)
+    nbytes: int = 8
+
+    def __post_init__(self) -> None:
+        for op in self.body:
+            if not isinstance(op, WHEN_BODY):
+                raise ValueError(f"when {self.label!r}: a branch holds stores, atomics and fences, not "
+                                 f"{type(op).__name__} ({getattr(op, 'label', '?')!r}): put the branch inside "
+                                 "the loop, and keep polls and group barriers out of it")
+            if getattr(op, "into", None) is not None:
+                raise ValueError(f"when {self.label!r}: {op.label!r} fills a register inside the branch; a "
+                                 "register must be filled on every path")
+
+    def children(self) -> tuple[Op, ...]:
+        return self.body
+
+
+#: What a :class:`When` may contain.
+WHEN_BODY: tuple[type[Op], ...] = (Store, Atomic, Fence)
+
 #: Every operation class, in the order consumers list them. A consumer walks operations through a
 #: :class:`collsim.ir.visit.OpVisitor`, which must have a rule for each of these: a new operation is
 #: added here and then fails at import in every consumer that does not handle it yet.
 OP_TYPES: tuple[type[Op], ...] = (Store, Load, PollUntil, Fence, Atomic, Reduce, WriteOutput, SyncGroup,
                                   KernelBoundary, Loop, MultimemLoadReduce, MultimemStore, MultimemRed, HostMemset,
-                                  HostBarrier)
+                                  HostBarrier, When)
 #: The operations the host performs between launches (see :class:`HostMemset`).
 HOST_ACTIONS: tuple[type[Op], ...] = (HostMemset, HostBarrier)
 
@@ -723,6 +762,8 @@ def _bind_value(value: Any, env: Mapping[str, int]) -> Any:
         return _bind_fields(value, env)
     if isinstance(value, tuple):
         return tuple(_bind_value(item, env) for item in value)
+    if isinstance(value, (Store, Atomic, Fence)):  # the body of a When
+        return _bind_fields(value, env)
     return value
 
 

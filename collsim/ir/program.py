@@ -11,7 +11,8 @@ from collsim.errors import ProtocolDefinitionError
 from collsim.ir.buffers import Buffer
 from collsim.ir.expr import Expr, Var, as_expr
 from collsim.ir.floats import WordEncoding
-from collsim.ir.ops import Loop, MultimemLoadReduce, MultimemRed, MultimemStore, NotEqual, Op, PollUntil, bind
+from collsim.ir.ops import (Loop, MultimemLoadReduce, MultimemRed, MultimemStore, NotEqual, Op, PollUntil, Predicate,
+                            When, bind)
 from collsim.ir.origin import caller_location, stack_depth
 
 __all__ = ["Program", "FlatOp", "ProgramBuilder", "flatten", "walk", "FABRIC_FEATURES"]
@@ -193,6 +194,22 @@ class ProgramBuilder:
         finally:
             body = tuple(self._stack.pop())
             self._stack[-1].append(replace(loop, body=body))
+
+    def when(self, register: str, cond: Predicate, offset: int = 0, label: str = "when",
+             nbytes: int = 8) -> AbstractContextManager[None]:
+        """Collect the body of a :class:`~collsim.ir.ops.When` on register ``register`` (a ``with`` block)."""
+        frame = inspect.currentframe()
+        return self._when(self._located(When(register, cond, (), offset, label, nbytes),
+                                        frame.f_back if frame is not None else None))
+
+    @contextmanager
+    def _when(self, when: When) -> Iterator[None]:
+        self._stack.append([])
+        try:
+            yield None
+        finally:
+            body = tuple(self._stack.pop())
+            self._stack[-1].append(replace(when, body=body))
 
     def register(self, name: str, nbytes: Expr | int) -> str:
         """Declare register ``name`` of ``nbytes`` bytes (the largest size wins)."""

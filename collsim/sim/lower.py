@@ -30,7 +30,7 @@ from collsim.ir.expr import BinOp, Const, Expr, LaunchArgument, Var
 from collsim.ir.layout import WordRole
 from collsim.ir.ops import (
     OP_TYPES, Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop, MulticastRef,
-    MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, Reduce, Reg, Store, SyncGroup, WriteOutput,
+    MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, Reduce, Reg, Store, SyncGroup, When, WriteOutput,
 )
 from collsim.ir.program import Program
 from collsim.ir.types import Issuer, Sem
@@ -38,7 +38,7 @@ from collsim.ir.visit import OpVisitor
 
 __all__ = ["SimKind", "SimOp", "Block", "SimProgram", "lower_for_sim", "STORE", "LOAD", "POLL", "FENCE", "ATOMIC",
            "REDUCE", "WRITE", "SYNC", "KERNEL_END", "MC_LOAD_REDUCE", "MC_STORE", "MC_RED", "HOST_MEMSET",
-           "HOST_BARRIER", "KIND_NAMES",
+           "HOST_BARRIER", "WHEN", "KIND_NAMES",
            "EVERY_COPY", "BoundRank"]
 
 
@@ -59,11 +59,12 @@ class SimKind(IntEnum):
     MC_RED = OP_TYPES.index(MultimemRed)
     HOST_MEMSET = OP_TYPES.index(HostMemset)
     HOST_BARRIER = OP_TYPES.index(HostBarrier)
+    WHEN = OP_TYPES.index(When)
 
 
 # Plain ints for the hot path (a rank compares kinds millions of times).
 (STORE, LOAD, POLL, FENCE, ATOMIC, REDUCE, WRITE, SYNC, KERNEL_END, MC_LOAD_REDUCE, MC_STORE, MC_RED, HOST_MEMSET,
- HOST_BARRIER) = (int(k) for k in SimKind)
+ HOST_BARRIER, WHEN) = (int(k) for k in SimKind)
 #: The owner rank in the ``ref`` of a multimem op: every rank's copy (:mod:`collsim.sim.fabric` costs them).
 EVERY_COPY = -1
 #: The IR class name of each kind, indexed by kind (a kind is its class's position in OP_TYPES).
@@ -80,12 +81,14 @@ class SimOp:
     tuple ``("input", offset)``, ``("reg", name, offset, count, stride)`` or
     ``("fill", pattern)``; ``pred`` is the poll's :class:`~collsim.ir.ops.Predicate`, bound (its
     :meth:`~collsim.ir.ops.Predicate.holds` is how :mod:`collsim.sim.memory` judges a polled word);
-    ``swap`` is what a CAS loop's successful sample writes (None for a plain poll).
+    ``swap`` is what a CAS loop's successful sample writes (None for a plain poll); a branch
+    (:class:`~collsim.ir.ops.When`) tests ``pred`` on register ``into`` at byte ``into_offset`` and runs
+    the ops of ``body`` when it holds.
     """
 
     __slots__ = ("kind", "op", "loops", "label", "ref", "key", "layout", "src", "srcs", "sem", "scope", "flag",
                  "leader", "into", "into_offset", "pred", "nbytes", "offset", "operand", "releasing",
-                 "acquiring", "line_bytes", "data_bytes", "polls_flags", "swap")
+                 "acquiring", "line_bytes", "data_bytes", "polls_flags", "swap", "body")
 
     @property
     def name(self) -> str:
@@ -234,6 +237,9 @@ class _Compiler(OpVisitor):
             f.consts["pred"] = op.until.bind({})
         if op.swap is not None:
             f.fields["swap"] = _src(op.swap)
+            self.lowered.value_flow = self.lowered.value_flow or f"{op.label} is a CAS loop (its write is its own)"
+        if op.until.loaded:
+            self.lowered.value_flow = self.lowered.value_flow or f"{op.label} waits for a value it loaded"
         return self._item(op, f)
 
     def visit_fence(self, op: Fence) -> tuple:
@@ -290,6 +296,30 @@ class _Compiler(OpVisitor):
 
     def visit_host_barrier(self, op: HostBarrier) -> tuple:
         return self._item(op, _Fields(SimKind.HOST_BARRIER, op, self.program))
+
+    def visit_when(self, op: When) -> tuple:
+        self.lowered.value_flow = self.lowered.value_flow or f"{op.label} branches on a value it read"
+        body = self.compile(op.body)
+        cond = op.cond
+        fixed = None if isinstance(cond.value, Expr) and cond.value.free_vars() else cond.bind({})
+
+        def bind(e: dict, loops: tuple) -> SimOp:
+            o = object.__new__(SimOp)
+            for slot in SimOp.__slots__:
+                setattr(o, slot, None)
+            o.kind, o.op, o.loops, o.label = int(SimKind.WHEN), op, loops, op.label
+            o.pred = fixed if fixed is not None else cond.bind(e)
+            o.into, o.into_offset = op.register, op.offset
+            o.leader = False
+            o.body = [item[1](e, loops) for item in body]
+            return o
+
+        def rebind(o: SimOp, e: dict) -> None:
+            for inner, item in zip(o.body, body):
+                if item[2] is not None:
+                    item[2](inner, e)
+
+        return ("op", bind, rebind if any(item[2] is not None for item in body) else None)
 
     def visit_loop(self, op: Loop) -> tuple | None:
         body = self.compile(op.body)
@@ -374,6 +404,9 @@ class SimProgram:
         self.data_atomics = False
         #: whether the program has multimem ops (one op reaches every rank's memory through the switch)
         self.multicast = False
+        #: what of the program depends on values it reads from memory (a loaded wait target, a CAS loop's
+        #: write, a branch on a returned value): a sentence, or "" when nothing does
+        self.value_flow = ""
         self._tree = _Compiler(self).compile(program.ops)
         # per thread: (NRANKS/ITER key, {rank: (items, size-dependent updates)}), so threads never share items
         self._reuse: dict[int, tuple[tuple, dict[int, tuple[BoundRank, list[tuple]]]]] = {}

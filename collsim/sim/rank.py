@@ -191,6 +191,13 @@ class _PollWatch:
             self.poke(found)
 
 
+def _constant(expr: Any, op: Any) -> int:
+    """A CAS's compare value (an expression of no symbol)."""
+    if expr.free_vars():
+        raise UnsupportedError(f"{op.label}: the simulator takes a CAS compare value that is a constant")
+    return expr.evaluate({})
+
+
 class Rank(OpVisitor):
     """The state and process of one rank (see the module docstring for the costs).
 
@@ -218,6 +225,8 @@ class Rank(OpVisitor):
         self._counters: dict[tuple, Any] = {}
         #: (register, byte) -> the counter word a load put there, for polls that wait for it (ir.expr.Loaded)
         self.loaded_words: dict[tuple[str, int], Any] = {}
+        #: (register, byte) -> (location, transfer) of the counter atomic whose old value the register holds
+        self.atomic_results: dict[tuple[str, int], tuple[Any, Any]] = {}
         self.end = 0.0
         self.final: PathNode | None = None
         self._preplaced: list[float] | None = None
@@ -461,6 +470,35 @@ class Rank(OpVisitor):
         return None
 
     # visit_reduce, visit_write_output, visit_sync_group and visit_kernel_boundary: below, with the local work.
+
+    def visit_when(self, th: Thread, op: Any):
+        """A branch on a register word: the old value a counter atomic returned (as the owner ordered the
+        atomics: known once the clock reaches the moment this one landed) or a loaded counter word; the
+        body's ops run, in order, only when the condition holds."""
+        return self._branch(th, op)
+
+    def _branch(self, th: Thread, op: Any):
+        key = (op.into, op.into_offset)
+        found = self.atomic_results.get(key)
+        if found is not None:
+            location, tr = found
+            if tr.visible > self.sim.env.now + EPS:
+                self.sim.events += 1
+                yield self.sim.env.timeout(tr.visible - self.sim.env.now)
+            value = location.value_before(tr)
+        else:
+            value = self.loaded_words.get(key)
+        if not isinstance(value, int):
+            raise UnsupportedError(f"{op.label}: branches on register {op.into!r} byte {op.into_offset}, but the "
+                                   "simulator knows no counter value there (a counter atomic's result or a loaded "
+                                   "counter word)")
+        if not op.pred.holds(value):
+            return
+        rules = self._rules
+        for inner in op.body:
+            wait = rules[inner.kind](th, inner)
+            if wait is not None:
+                yield from wait
 
     def _join(self, th: Thread, lanes: list[Thread], label: str) -> None:
         slowest = lanes[0]
@@ -744,7 +782,10 @@ class Rank(OpVisitor):
         factor = self._pair(owner)[0].costs.atomic_wire_factor if data and owner != self.rank else 1.0
         # a line's count word (``flag``) is what its readers poll; the data words they do not
         value = op.flag if op.flag is not None and op.polls_flags else (DATA if data else operand)
-        land = (self.memory.location(op.key), line, lines, RMW_HOW.get(op.op.op, "set"), value)
+        how = RMW_HOW.get(op.op.op, "set")
+        if op.op.compare is not None:  # a CAS: it swaps in the operand only where the word held the compare value
+            how, value = "cas", (_constant(op.op.compare, op), value)
+        land = (self.memory.location(op.key), line, lines, how, value)
         tr = self._push(th, op, owner, wire * factor, data, "atomic", wire if owner == self.rank else 0.0, True,
                         land, not_before)
         if op.into is not None:
@@ -752,6 +793,8 @@ class Rank(OpVisitor):
                 raise NotImplementedError("atomics with a result are not split into pieces")
             self._advance(th, tr.ack, "sync", op, "atomic returns its old value", tr, tr.ack)
             self.regs[op.into] = (th.t, th.node, th.t)
+            if not data:  # a counter's old value: a branch may test it (what it was once this write landed)
+                self.atomic_results[(op.into, op.into_offset)] = (land[0], tr)
 
     def _load(self, th: Thread, op: Any) -> None:
         sim = self.sim

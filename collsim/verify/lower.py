@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import os
 import sys
+
+import z3
 from typing import Any, Iterable, NamedTuple
 
 from collsim.algorithms import generate, transfer_bytes
@@ -52,12 +54,12 @@ from collsim.ir.buffers import Buffer
 from collsim.ir.layout import LineLayout, WordRole
 from collsim.ir.ops import (AtLeast, Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
                             MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, Predicate, Reduce, Reg, Store,
-                            SyncGroup, WriteOutput)
+                            SyncGroup, When, WriteOutput)
 from collsim.ir.protocol import Protocol
 from collsim.ir.types import FenceKind, FillPattern, Issuer, RmwOp, Scope, Sem
 from collsim.ir.visit import OpVisitor
 from collsim.verify.granules import atomic_groups, kept_words
-from collsim.verify.events import AtomicGroup, Placement
+from collsim.verify.events import AtomicGroup, Placement, value_const
 from collsim.verify.instance import Bounds, EventKind, InstrKind, Lin, VerifyEvent, VerifyInstance, VerifyInstr
 
 __all__ = ["lower_instance", "message_bytes", "DataPath", "data_path", "REALISTIC_LINES", "op_source"]
@@ -249,6 +251,8 @@ class _ElementLowering(OpVisitor):
         self.next_group = 0
         self.host_barriers: dict[int, int] = {}  # rank -> host barriers lowered so far
         self.source = ""  # op_source of the operation being lowered
+        #: the branch the ops being lowered are in: (z3 condition, the reads it tests), None outside any
+        self.branch: tuple[Any, frozenset[int]] | None = None
         self.signature: list[str] = []
         for buf in self.program.buffers:
             words, note = kept_words(buf.layout, bounds.max_lanes)
@@ -270,11 +274,15 @@ class _ElementLowering(OpVisitor):
     def new_instr(self, thread: int, kind: InstrKind, label: str, iteration: int,
                   predicate: Predicate | None = None) -> VerifyInstr:
         instr = VerifyInstr(thread, len(self.threads[thread]), kind, [], label, iteration, predicate,
-                            source=self.source)
+                            source=self.source, ctrl=self.branch[1] if self.branch else frozenset())
         self.threads[thread].append(instr)
         return instr
 
     def add_event(self, instr: VerifyInstr, **kw: Any) -> VerifyEvent:
+        if self.branch is not None:  # an op of a When: its events exist only where the condition holds
+            if kw.get("kind") is EventKind.BARRIER:
+                raise UnsupportedError(f"{instr.label}: a group barrier inside a branch is not modelled")
+            kw["guard"] = self.branch[0]
         ev = VerifyEvent(id=len(self.events), thread=instr.thread, rank=self.placement[instr.thread].rank,
                          instr=instr.index, label=instr.label, iteration=instr.iteration, **kw)
         self.events.append(ev)
@@ -624,6 +632,29 @@ class _ElementLowering(OpVisitor):
 
     def visit_loop(self, op: Loop, site: _Site) -> None:
         raise TypeError("the verifier lowers flattened programs: Program.flatten unrolls every Loop")
+
+    def visit_when(self, op: When, site: _Site) -> None:
+        """A branch on a register word: its ops' events get the condition over the read's value as their
+        ``guard`` (they exist only in executions where it holds) and its reads as control dependencies."""
+        value = site.regs.get(op.register, {}).get(op.offset)
+        if value is None:
+            raise UnsupportedError(f"{site.name} branches on register {op.register!r} byte {op.offset}, which no "
+                                   f"earlier operation of rank {site.rank} filled in the verifier's instance")
+        if value.inputs():
+            raise UnsupportedError(f"{site.name} branches on user data ({op.register!r}): only values of flag and "
+                                   "counter words are modelled as conditions")
+        if self.branch is not None:
+            raise UnsupportedError(f"{site.name}: a branch inside a branch is not modelled")
+        sort = z3.IntSort()
+        term = z3.IntVal(value.c) + z3.Sum([coeff * value_const(f"e{key[1]}", sort) for key, coeff in value.terms.items()]) \
+            if value.terms else z3.IntVal(value.c)
+        self.branch = (z3.simplify(op.cond.holds(term)), frozenset(value.reads()))
+        try:
+            for inner in op.body:
+                self.source = op_source(inner) or self.source
+                self.visit(inner, site._replace(name=f"{site.name}/{inner.label}"))
+        finally:
+            self.branch = None
 
     # -- host actions (between launches) ----------------------------------------
     def launch_starts(self, site: _Site) -> None:
