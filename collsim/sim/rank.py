@@ -365,7 +365,7 @@ class Rank(OpVisitor):
 
     def visit_poll_until(self, th: Thread, op: Any):
         if op.pred.loaded:
-            op = self._with_loaded_target(op)
+            return self._poll_loaded(th, op)
         if op.swap is not None:
             return self._cas_loop(th, op)
         pred = op.pred
@@ -402,15 +402,40 @@ class Rank(OpVisitor):
         seen = max(first, found[0] + period / 2)  # the successful sample reaches the word (see _completion)
         plan[0].add(Write(lo, lo + op.ref[5], seen, "set", op.swap, None))
 
+    def _poll_loaded(self, th: Thread, op: Any):
+        """A poll whose target is a loaded register word: the poll, waiting for what the register holds."""
+        target = op.pred.value
+        found = self.atomic_results.get((target.register, target.offset))
+        if found is not None:
+            yield from self._settled(found[1])
+        wait = self.visit_poll_until(th, self._with_loaded_target(op))
+        if wait is not None:
+            yield from wait
+
+    def _settled(self, tr: Any):
+        """Wait until the clock reaches the moment ``tr``'s atomic landed: every atomic its owner performed
+        before it is placed by then, so the old value it returned is known."""
+        if tr.visible > self.sim.env.now + EPS:
+            self.sim.events += 1
+            yield self.sim.env.timeout(tr.visible - self.sim.env.now)
+
+    def _register_word(self, register: str, offset: int) -> Any:
+        """The counter value in a register word: what a counter atomic returned (once :meth:`_settled`) or
+        what a load of a counter word found; None if the simulator knows none."""
+        found = self.atomic_results.get((register, offset))
+        if found is not None:
+            return found[0].value_before(found[1])
+        return self.loaded_words.get((register, offset))
+
     def _with_loaded_target(self, op: Any) -> Any:
-        """A copy of poll ``op`` whose predicate waits for the value its register's load found in memory (the
-        bound op may be shared by ranks, so it is not changed)."""
+        """A copy of poll ``op`` whose predicate waits for the value its register holds (the bound op may be
+        shared by ranks, so it is not changed)."""
         def lookup(register: str, offset: int) -> Any:
-            value = self.loaded_words.get((register, offset))
+            value = self._register_word(register, offset)
             if not isinstance(value, int):
                 raise UnsupportedError(f"{op.label}: waits for register {register!r} byte {offset}, but the "
-                                       f"simulator knows no counter value loaded there (load a counter word "
-                                       f"into it first)")
+                                       f"simulator knows no counter value there (a counter atomic's result or "
+                                       f"a loaded counter word)")
             return value
         resolved = copy.copy(op)
         resolved.pred = op.pred.resolved(lookup)
@@ -478,16 +503,10 @@ class Rank(OpVisitor):
         return self._branch(th, op)
 
     def _branch(self, th: Thread, op: Any):
-        key = (op.into, op.into_offset)
-        found = self.atomic_results.get(key)
+        found = self.atomic_results.get((op.into, op.into_offset))
         if found is not None:
-            location, tr = found
-            if tr.visible > self.sim.env.now + EPS:
-                self.sim.events += 1
-                yield self.sim.env.timeout(tr.visible - self.sim.env.now)
-            value = location.value_before(tr)
-        else:
-            value = self.loaded_words.get(key)
+            yield from self._settled(found[1])
+        value = self._register_word(op.into, op.into_offset)
         if not isinstance(value, int):
             raise UnsupportedError(f"{op.label}: branches on register {op.into!r} byte {op.into_offset}, but the "
                                    "simulator knows no counter value there (a counter atomic's result or a loaded "
