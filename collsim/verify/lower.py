@@ -201,6 +201,19 @@ class _MemsetAccess(NamedTuple):
 _MEMSET_ACCESS = _MemsetAccess()
 
 
+class _LoadedTerm(Lin):
+    """A wait target's value term that prints as the register word it is (``step[0] + 1``) in counterexamples."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, c: int, terms: dict, text: str) -> None:
+        super().__init__(c, terms)
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"the loaded {self.text}"
+
+
 class _Site(NamedTuple):
     """Where a bound operation runs: its name (``label[k=1]``), rank, launch, the rank's registers, the symbols."""
 
@@ -422,7 +435,7 @@ class _ElementLowering(OpVisitor):
             raise UnsupportedError(f"{site.name} waits for register {loaded.register!r} byte {loaded.offset}, "
                                    f"which no earlier load of rank {site.rank} filled in the verifier's instance")
         term = value + Lin.const(loaded.add)
-        resolved = until.with_value(term)
+        resolved = until.with_value(_LoadedTerm(term.c, term.terms, repr(loaded)))
         return resolved, frozenset(resolved.value.reads())
 
     def read_line(self, instr: VerifyInstr, op: Any, src: Any, j: int, site: _Site, poll: bool) -> dict[int, Lin]:
