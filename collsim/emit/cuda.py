@@ -524,10 +524,14 @@ class KernelGenerator(OpVisitor):
         o.close()
 
     def visit_when(self, op: When, node: EmitNode) -> None:
-        """The branch: every thread tests the register word (a leader-only body runs on thread 0 anyway)."""
+        """The branch: the threads that run its body test the register word (thread 0 alone for a leader-only
+        body, which reads what thread 0 wrote; other threads read nothing and skip it)."""
         o = self.out
         o.open("{")
-        o(f"const unsigned long long o_cond = collsim_ld_u{op.nbytes * 8}(reg_{self.reg(op.register)} + {op.offset});")
+        word = f"collsim_ld_u{op.nbytes * 8}(reg_{self.reg(op.register)} + {op.offset})"
+        if all(getattr(inner, "issuer", Issuer.ALL) is Issuer.LEADER for inner in op.body):
+            word = f"(tid == 0 ? {word} : ~0ull)"
+        o(f"const unsigned long long o_cond = {word};")
         o.open(f"if ({op.cond.holds(_CWord('o_cond', 'unsigned long long'), f'({self._value_c(op.cond.value)})')}) {{")
         self.nodes(node.body)
         o.close()

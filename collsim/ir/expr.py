@@ -200,7 +200,8 @@ class Loaded(Expr):
         return LoadedValue(self.register, self.offset, 0, self.nbytes)
 
     def to_c(self) -> str:
-        # the emitter defines the macro: the register's scratch word, read as the thread's own earlier write
+        # no C of its own: the emitter prints the register's scratch word (KernelGenerator._value_c); this
+        # names no defined function, so a path that forgets to does not compile
         return f"collsim_loaded({self.register}, {self.offset})"
 
     def free_vars(self) -> frozenset[str]:
