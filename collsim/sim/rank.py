@@ -398,7 +398,7 @@ class Rank(OpVisitor):
             found = yield from self._wait_poll(op, plan, found)
         done = self._completion(plan, found[0])
         self._poll_done(th, op, done, found, plan[1])
-        _, _, first, period, back, _, extra = plan
+        first, period = plan[2], plan[3]
         seen = max(first, found[0] + period / 2)  # the successful sample reaches the word (see _completion)
         plan[0].add(Write(lo, lo + op.ref[5], seen, "set", op.swap, None))
 
