@@ -261,3 +261,20 @@ def test_the_simulated_last_arriver_is_the_one_the_counter_says():
 def test_emitted_branch_compiles_and_tests_the_returned_value(tmp_path):
     _, _, kernel = _compiled_ptx(LAST, tmp_path)
     assert "if (o_cond == (unsigned long long)((nranks - 1))) {" in kernel
+
+
+def test_the_simulated_cas_loop_waits_for_its_compare_value_and_writes_its_swap():
+    from collsim.errors import CollsimError
+    from collsim.models import simulate
+    from collsim.ir.registry import load_protocol
+    from collsim.topology import load_topology
+
+    topo = load_topology("hgx-h100")
+    cas = simulate(topo, 4, "one-shot", load_protocol_file(str(SIGNAL_CAS)), 1024, model="des")
+    exch = simulate(topo, 4, "one-shot", load_protocol("signal-pad"), 1024, model="des")
+    # the same barrier structure; the put's CAS is a round trip that must come back before the wait, so no
+    # faster than the exchange-and-poll picture, and the slots' 0 -> 1 -> 0 toggles let every CAS succeed
+    assert exch.latency_us <= cas.latency_us < exch.latency_us + 2.0
+    with pytest.raises(CollsimError, match="hangs"):
+        simulate(topo, 4, "one-shot", load_protocol_file(str(ROOT / "examples/protocols/signal_pad_cas_wrong_expected.py")),
+                 1024, model="des")
