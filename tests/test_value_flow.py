@@ -172,7 +172,8 @@ def test_emitted_cas_loops_and_loaded_targets_compile_and_keep_their_semantics(t
 
     ptx, emitted, kernel = _compiled_ptx(SIGNAL_CAS, tmp_path)
     assert "atom.release.sys.global.cas.b32" in ptx and "atom.acquire.sys.global.cas.b32" in ptx
-    weakened = check_ptx(emitted.plan, ptx.replace("atom.release.sys.global.cas.b32", "atom.relaxed.sys.global.cas.b32"))
+    relaxed = ptx.replace("atom.release.sys.global.cas.b32", "atom.relaxed.sys.global.cas.b32")
+    weakened = check_ptx(emitted.plan, relaxed)
     assert not weakened.ok
     _, _, kernel = _compiled_ptx(STEP, tmp_path)
     # the wait target is the register the step load filled, not an ITER epoch
@@ -275,6 +276,6 @@ def test_the_simulated_cas_loop_waits_for_its_compare_value_and_writes_its_swap(
     # the same barrier structure; the put's CAS is a round trip that must come back before the wait, so no
     # faster than the exchange-and-poll picture, and the slots' 0 -> 1 -> 0 toggles let every CAS succeed
     assert exch.latency_us <= cas.latency_us < exch.latency_us + 2.0
+    wrong = load_protocol_file(str(ROOT / "examples/protocols/signal_pad_cas_wrong_expected.py"))
     with pytest.raises(CollsimError, match="hangs"):
-        simulate(topo, 4, "one-shot", load_protocol_file(str(ROOT / "examples/protocols/signal_pad_cas_wrong_expected.py")),
-                 1024, model="des")
+        simulate(topo, 4, "one-shot", wrong, 1024, model="des")

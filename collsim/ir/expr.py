@@ -213,7 +213,8 @@ class Loaded(Expr):
 
 @dataclass(frozen=True, eq=True)
 class LoadedValue:
-    """A bound :class:`Loaded` word plus ``add``: what a consumer resolves (:meth:`resolve`) with its register values."""
+    """A bound :class:`Loaded` word plus ``add``: what a consumer resolves (:meth:`resolve`) with its register
+    values."""
 
     register: str
     offset: int = 0

@@ -659,8 +659,8 @@ class _ElementLowering(OpVisitor):
         if self.branch is not None:
             raise UnsupportedError(f"{site.name}: a branch inside a branch is not modelled")
         sort = z3.IntSort()
-        term = z3.IntVal(value.c) + z3.Sum([coeff * value_const(f"e{key[1]}", sort) for key, coeff in value.terms.items()]) \
-            if value.terms else z3.IntVal(value.c)
+        reads = [coeff * value_const(f"e{key[1]}", sort) for key, coeff in value.terms.items()]
+        term = z3.IntVal(value.c) + z3.Sum(reads) if reads else z3.IntVal(value.c)
         self.branch = (z3.simplify(op.cond.holds(term)), frozenset(value.reads()))
         try:
             for inner in op.body:
