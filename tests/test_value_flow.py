@@ -205,7 +205,8 @@ def test_a_branch_holds_stores_atomics_and_fences_and_needs_its_register():
                 b.emit(store)
 
     protocol = Unfilled()
-    with pytest.raises(ProtocolDefinitionError, match="if_never waits for a value loaded into register 'nothing' before"):
+    refused = "if_never waits for a value loaded into register 'nothing' before"
+    with pytest.raises(ProtocolDefinitionError, match=refused):
         check_protocol_program(generate(protocol, "one-shot"), protocol)
 
 
@@ -279,3 +280,23 @@ def test_the_simulated_cas_loop_waits_for_its_compare_value_and_writes_its_swap(
     wrong = load_protocol_file(str(ROOT / "examples/protocols/signal_pad_cas_wrong_expected.py"))
     with pytest.raises(CollsimError, match="hangs"):
         simulate(topo, 4, "one-shot", wrong, 1024, model="des")
+
+
+def test_a_branch_on_user_data_is_refused_naming_the_op_and_its_line():
+    from collsim.errors import UnsupportedError
+    from collsim.ir import Input, Reduce
+
+    base = type(load_protocol_file(str(LAST)))
+
+    class OnData(base):
+        name = "branch-on-data"
+
+        def _barrier(self, b, number, label):
+            b.register("d", 4)
+            b.emit(Reduce("d", (Input(0),), 4, label="own_input"))
+            with b.when("d", Equals(0), label="if_zero"):
+                b.emit(Store(Ref("go", RANK), None, Sem.RELAXED, Scope.SYS, flag=1, label="mark"))
+            super()._barrier(b, number, label)
+
+    with pytest.raises(UnsupportedError, match=r"if_zero \(tests/test_value_flow.py:\d+ .*\) branches on user data"):
+        verify(OnData(), properties=["hang"], dependencies=False, use_cache=False, **SMALL)

@@ -191,10 +191,16 @@ class _PollWatch:
             self.poke(found)
 
 
+def _named(op: Any) -> str:
+    """A bound op's label and where protocol code emitted it, for a refusal."""
+    origin = getattr(op.op, "origin", None)
+    return f"{op.label} ({origin})" if origin is not None else op.label
+
+
 def _constant(expr: Any, op: Any) -> int:
     """A CAS's compare value (an expression of no symbol)."""
     if expr.free_vars():
-        raise UnsupportedError(f"{op.label}: the simulator takes a CAS compare value that is a constant")
+        raise UnsupportedError(f"{_named(op)}: the simulator takes a CAS compare value that is a constant")
     return expr.evaluate({})
 
 
@@ -433,7 +439,7 @@ class Rank(OpVisitor):
         def lookup(register: str, offset: int) -> Any:
             value = self._register_word(register, offset)
             if not isinstance(value, int):
-                raise UnsupportedError(f"{op.label}: waits for register {register!r} byte {offset}, but the "
+                raise UnsupportedError(f"{_named(op)}: waits for register {register!r} byte {offset}, but the "
                                        f"simulator knows no counter value there (a counter atomic's result or "
                                        f"a loaded counter word)")
             return value
@@ -508,7 +514,7 @@ class Rank(OpVisitor):
             yield from self._settled(found[1])
         value = self._register_word(op.into, op.into_offset)
         if not isinstance(value, int):
-            raise UnsupportedError(f"{op.label}: branches on register {op.into!r} byte {op.into_offset}, but the "
+            raise UnsupportedError(f"{_named(op)}: branches on register {op.into!r} byte {op.into_offset}, but the "
                                    "simulator knows no counter value there (a counter atomic's result or a loaded "
                                    "counter word)")
         if not op.pred.holds(value):

@@ -294,7 +294,7 @@ class _ElementLowering(OpVisitor):
     def add_event(self, instr: VerifyInstr, **kw: Any) -> VerifyEvent:
         if self.branch is not None:  # an op of a When: its events exist only where the condition holds
             if kw.get("kind") is EventKind.BARRIER:
-                raise UnsupportedError(f"{instr.label}: a group barrier inside a branch is not modelled")
+                raise UnsupportedError(f"{self.where(instr.label)}: a group barrier inside a branch is not modelled")
             kw["guard"] = self.branch[0]
         ev = VerifyEvent(id=len(self.events), thread=instr.thread, rank=self.placement[instr.thread].rank,
                          instr=instr.index, label=instr.label, iteration=instr.iteration, **kw)
@@ -426,14 +426,19 @@ class _ElementLowering(OpVisitor):
             if op.into is not None:
                 site.regs.setdefault(op.into, {}).update(values)
 
+    def where(self, name: str) -> str:
+        """An op's name and, for a refusal, where protocol code emitted it (``label (protocols/x.py:12)``)."""
+        return f"{name} ({self.source})" if self.source else name
+
     def resolve_loaded(self, until: Predicate, site: _Site) -> tuple[Predicate, frozenset[int]]:
         """A predicate whose value is a loaded register word, with the read's value term in its place (a
         :class:`Lin` the encoding translates), and the reads that term names."""
         loaded = until.value
         value = site.regs.get(loaded.register, {}).get(loaded.offset)
         if value is None:
-            raise UnsupportedError(f"{site.name} waits for register {loaded.register!r} byte {loaded.offset}, "
-                                   f"which no earlier load of rank {site.rank} filled in the verifier's instance")
+            raise UnsupportedError(f"{self.where(site.name)} waits for register {loaded.register!r} byte "
+                                   f"{loaded.offset}, which no earlier load of rank {site.rank} filled in the "
+                                   "verifier's instance")
         term = value + Lin.const(loaded.add)
         resolved = until.with_value(_LoadedTerm(term.c, term.terms, repr(loaded)))
         return resolved, frozenset(resolved.value.reads())
@@ -562,8 +567,8 @@ class _ElementLowering(OpVisitor):
         buf = self.buffers[op.src.buffer]
         layout = buf.layout
         if layout.data_words:
-            raise UnsupportedError(f"{site.name}: a CAS loop compares flag or counter words; {buf.name}'s layout "
-                                   f"{layout.name} has data words")
+            raise UnsupportedError(f"{self.where(site.name)}: a CAS loop compares flag or counter words; "
+                                   f"{buf.name}'s layout {layout.name} has data words")
         polled = set(layout.poll_words)
         for j, thread in self.line_items(op.src, op.issuer, site.rank):
             instr = self.new_instr(thread, InstrKind.POLL, site.name, site.iteration, until)
@@ -651,13 +656,13 @@ class _ElementLowering(OpVisitor):
         ``guard`` (they exist only in executions where it holds) and its reads as control dependencies."""
         value = site.regs.get(op.register, {}).get(op.offset)
         if value is None:
-            raise UnsupportedError(f"{site.name} branches on register {op.register!r} byte {op.offset}, which no "
-                                   f"earlier operation of rank {site.rank} filled in the verifier's instance")
+            raise UnsupportedError(f"{self.where(site.name)} branches on register {op.register!r} byte {op.offset}, "
+                                   f"which no earlier operation of rank {site.rank} filled in the verifier's instance")
         if value.inputs():
-            raise UnsupportedError(f"{site.name} branches on user data ({op.register!r}): only values of flag and "
-                                   "counter words are modelled as conditions")
+            raise UnsupportedError(f"{self.where(site.name)} branches on user data ({op.register!r}): only values of "
+                                   "flag and counter words are modelled as conditions")
         if self.branch is not None:
-            raise UnsupportedError(f"{site.name}: a branch inside a branch is not modelled")
+            raise UnsupportedError(f"{self.where(site.name)}: a branch inside a branch is not modelled")
         sort = z3.IntSort()
         reads = [coeff * value_const(f"e{key[1]}", sort) for key, coeff in value.terms.items()]
         term = z3.IntVal(value.c) + z3.Sum(reads) if reads else z3.IntVal(value.c)
