@@ -91,6 +91,9 @@ class MemoryInstruction(OpVisitor):
     def visit_host_barrier(self, op):
         return None
 
+    def visit_when(self, op):
+        return None  # a branch (no shipped protocol has one): its body's ops are instructions of their own
+
 
 def _counts(ops) -> Counter:
     """Memory instructions by kind: the verifier issues one per line of a range (each line its own access)."""

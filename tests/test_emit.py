@@ -350,9 +350,11 @@ def test_constructs_without_a_translation_are_refused():
     from collsim.emit.plan import plan_program
     from collsim.ir import RANK, Atomic, KernelBoundary, Loop, Ref, RmwOp, Scope, Sem
 
-    cas = [Atomic(RmwOp.CAS, Ref("flags", RANK), 1, Sem.ACQ_REL, Scope.SYS), KernelBoundary()]
-    with pytest.raises(EmitError, match="compare"):
-        generate_kernel_source(plan_program(_hand_program(cas)))
+    with pytest.raises(ValueError, match="compare"):  # a CAS needs its compare value, refused in the IR
+        Atomic(RmwOp.CAS, Ref("flags", RANK), 1, Sem.ACQ_REL, Scope.SYS)
+    cas = [Atomic(RmwOp.CAS, Ref("flags", RANK), 1, Sem.ACQ_REL, Scope.SYS, compare=0), KernelBoundary()]
+    source = generate_kernel_source(plan_program(_hand_program(cas)))
+    assert "atom.acq_rel.sys.global.cas.b64 %0, [%1], %2, %3;" in source
     weak = [Atomic(RmwOp.ADD, Ref("flags", RANK), 1, Sem.WEAK, Scope.SYS), KernelBoundary()]
     with pytest.raises(EmitError, match="weak"):
         generate_kernel_source(plan_program(_hand_program(weak)))

@@ -14,7 +14,7 @@ from collsim.algorithms.ring import RING
 from collsim.algorithms.two_shot import TWO_SHOT
 from collsim.errors import CollsimError, InputError, ProtocolDefinitionError, UnsupportedError
 from collsim.ir.expr import Expr
-from collsim.ir.ops import HOST_ACTIONS, BulkLoad, KernelBoundary, ProxyThread
+from collsim.ir.ops import HOST_ACTIONS, BulkLoad, KernelBoundary, ProxyThread, When
 from collsim.ir.origin import SourceLocation, shown_path, traceback_location
 from collsim.ir.program import Program, ProgramBuilder, walk
 from collsim.ir.protocol import Launch, Protocol
@@ -136,15 +136,15 @@ def generate(protocol: Protocol, algorithm: str, ctas: int | None = None) -> Pro
 
 
 def _refuse_host_actions(protocol: Protocol, ops: tuple, ctas: int) -> None:
-    """Host actions, proxy threads and bulk copies with several CTAs per rank are not modelled by any consumer:
-    refuse them at their line."""
+    """Host actions, proxy threads, bulk copies and branches with several CTAs per rank are not modelled by
+    every consumer: refuse them at their line."""
     for op in walk(ops):
-        if isinstance(op, HOST_ACTIONS + (ProxyThread, BulkLoad)):
+        if isinstance(op, HOST_ACTIONS + (ProxyThread, BulkLoad, When)):
             where = f"{shown_path(op.origin.file)}:{op.origin.line}: " if op.origin is not None else ""
             what = f"host action {op.label}" if isinstance(op, HOST_ACTIONS) else op.label
             raise UnsupportedError(f"{where}protocol {protocol.name!r}: {what} in a program of {ctas} CTAs per rank "
-                                   "is not modelled (host actions, proxy threads and bulk copies run with one CTA "
-                                   "per rank)")
+                                   "is not modelled (host actions, proxy threads, bulk copies and branches run with "
+                                   "one CTA per rank)")
 
 
 def _ctas(protocol: Protocol) -> int:

@@ -43,11 +43,11 @@ from typing import Callable
 from collsim.emit.layouts import EmitError, LaneRun, LayoutPlan, lane_runs
 from collsim.emit.plan import BULK_CHUNK_BYTES, EmitNode, ProgramPlan, iter_nodes
 from collsim.ir import multimem
-from collsim.ir.expr import Expr
+from collsim.ir.expr import BinOp, Expr, Loaded, loaded_registers
 from collsim.ir.ops import (Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
                             BulkLoad, ProxyFence, ProxyThread,
                             MulticastRef, MultimemLoadReduce, MultimemRed, MultimemStore, NotEqual, Op, PollUntil,
-                            Reduce, Ref, Reg, Store, SyncGroup, WriteOutput)
+                            Reduce, Ref, Reg, Store, SyncGroup, When, WriteOutput)
 from collsim.ir.floats import Compare
 from collsim.ir.types import FillPattern, Issuer, RmwOp, Scope, Sem
 from collsim.ir.visit import OpVisitor
@@ -183,7 +183,8 @@ class _Description(OpVisitor):
 
     def visit_poll_until(self, op: PollUntil) -> str:
         into = f" -> {op.into}(+{op.into_offset!r})" if op.into else ""
-        return (f"PollUntil {_pred_text(op.until)} {op.sem.value}.{op.scope.value}{self.who(op)}: "
+        cas = f" by cas, swap {op.swap!r}" if op.cas else ""
+        return (f"PollUntil {_pred_text(op.until)}{cas} {op.sem.value}.{op.scope.value}{self.who(op)}: "
                 f"{_ref_text(op.src)}{into}")
 
     def visit_fence(self, op: Fence) -> str:
@@ -242,6 +243,9 @@ class _Description(OpVisitor):
 
     def visit_proxy_thread(self, op: ProxyThread) -> str:
         return f"host proxy thread {op.label} ({len(op.body)} ops, concurrent with the kernel)"
+
+    def visit_when(self, op: When) -> str:
+        return f"When {op.register}[{op.offset}] {_pred_text(op.cond)}"
 
 
 _DESCRIPTION = _Description()
@@ -548,6 +552,20 @@ class KernelGenerator(OpVisitor):
         self.nodes(node.body)
         o.close()
 
+    def visit_when(self, op: When, node: EmitNode) -> None:
+        """The branch: the threads that run its body test the register word (thread 0 alone for a leader-only
+        body, which reads what thread 0 wrote; other threads read nothing and skip it)."""
+        o = self.out
+        o.open("{")
+        word = f"collsim_ld_u{op.nbytes * 8}(reg_{self.reg(op.register)} + {op.offset})"
+        if all(getattr(inner, "issuer", Issuer.ALL) is Issuer.LEADER for inner in op.body):
+            word = f"(tid == 0 ? {word} : ~0ull)"
+        o(f"const unsigned long long o_cond = {word};")
+        o.open(f"if ({op.cond.holds(_CWord('o_cond', 'unsigned long long'), f'({self._value_c(op.cond.value)})')}) {{")
+        self.nodes(node.body)
+        o.close()
+        o.close()
+
     def visit_sync_group(self, op: SyncGroup, node: EmitNode) -> None:
         self.out("__syncthreads();")
 
@@ -709,10 +727,19 @@ class KernelGenerator(OpVisitor):
         o(f'             : {results} : "l"({addr}) : "memory");')
 
     def _write_data(self, lp: LayoutPlan, names: list[str], into: str | None) -> None:
-        """Write the data elements of one lane to register ``into`` at o_d."""
-        if into is None or not lp.has_data():
+        """Write the data elements of one lane to register ``into`` at o_d; a counter word (a layout without
+        data) at its place in the line, for a poll that waits for it (:class:`~collsim.ir.expr.Loaded`)."""
+        if into is None:
             return
         o = self.out
+        if not lp.has_data():
+            if lp.lanes != 1:
+                raise EmitError(f"a counter layout of {lp.lanes} lanes ({lp.name}) cannot fill a register")
+            bits = lp.elem_bytes * 8
+            for i in range(lp.n_elems):
+                o(f"collsim_st_u{bits}({into} + ln * {lp.layout.line_bytes} + {i * lp.elem_bytes}, "
+                  f"(unsigned long long){names[i]});")
+            return
 
         def write(pattern) -> None:
             for i, el in enumerate(pattern.elements):
@@ -752,12 +779,25 @@ class KernelGenerator(OpVisitor):
             if lp.elem_bytes == 8 and value < (1 << 32):
                 value = (value << 32) | value
             return f"(long long){value}ull"
-        return _c(pred.value)
+        return f"(long long)({self._value_c(pred.value)})"
+
+    def _value_c(self, expr: Expr) -> str:
+        """``expr`` as C, a loaded register word (:class:`~collsim.ir.expr.Loaded`) read from its scratch."""
+        if isinstance(expr, Loaded):
+            return (f"(long long)collsim_ld_u{expr.nbytes * 8}(reg_{self.reg(expr.register)} + {expr.offset})"
+                    f" /* {expr.register} */")
+        if isinstance(expr, BinOp) and loaded_registers(expr):
+            op = "/" if expr.op == "//" else expr.op  # as BinOp.to_c spells it
+            return f"({self._value_c(expr.left)} {op} {self._value_c(expr.right)})"
+        return expr.to_c()
 
     @_scoped
     def visit_poll_until(self, op: PollUntil, node: EmitNode) -> None:
         o = self.out
         lp = self.plan.layouts[op.src.buffer]
+        if op.cas:
+            self._cas_loop(node, op, lp)
+            return
         if not lp.layout.poll_words:
             raise EmitError(f"{self.where(node)}: polls layout {lp.name}, which has no polled word")
         quals = ptx_load_qualifiers(op.sem, op.scope, self.where(node))
@@ -772,6 +812,31 @@ class KernelGenerator(OpVisitor):
             self._poll_per_thread(node, op, lp, quals, base, names, into)
         else:
             self._poll_lane_group(node, op, lp, quals, base, names, into)
+
+    def _cas_loop(self, node: EmitNode, op: PollUntil, lp: LayoutPlan) -> None:
+        """A CAS loop: each item (a counter word) spins on ``atom.cas`` until it returns the compare value."""
+        o = self.out
+        if lp.has_data() or lp.lanes != 1:
+            raise EmitError(f"{self.where(node)}: a CAS loop works on counter words; {lp.name} has data or lanes")
+        _, quals = ptx_atomic_qualifiers(op.sem, op.scope, True, self.where(node))
+        bits, words = lp.elem_bytes * 8, len(lp.layout.words)
+        base = self.ref_base(op.src, node)
+        o(f"const long long o_want = {self._want(node, op, lp)};")
+        o(f"const {lp.ctype} o_cmp = ({lp.ctype})o_want;")
+        o(f"const {lp.ctype} o_swap = ({lp.ctype})({_c(op.swap)});")
+        self.item_loop(op.issuer, f"o_lines * {words}")
+        o(f"const long long ln = o_i / {words};")
+        o(f"{lp.ctype} o_old;")
+        o("unsigned int o_spins = 0; unsigned long long o_t0 = 0;")
+        o.open("while (true) {")
+        o(f'asm volatile("{self.marker(node)}atom{quals}.global.cas.b{bits} %0, [%1], %2, %3;"')
+        o(f'             : "={lp.constraint}"(o_old) : "l"({base} + o_i * {lp.elem_bytes}), "{lp.constraint}"(o_cmp), '
+          f'"{lp.constraint}"(o_swap) : "memory");')
+        o("if (o_old == o_cmp) break;  // the CAS succeeded: it wrote o_swap")
+        o(f"if (collsim_poll_timeout(COLLSIM_TIMEOUT_ARGS(p), o_spins, o_t0, rank, chan, {node.id}, ln, "
+          "(unsigned long long)o_old, o_want)) break;")
+        o.close()
+        self.close_item_loop(op.issuer)
 
     def _poll_per_thread(self, node, op, lp, quals, base, names, into) -> None:
         """One thread spins on each of its items; a leader walks all of them."""
@@ -1053,11 +1118,10 @@ class KernelGenerator(OpVisitor):
         o = self.out
         mnemonic, quals = ptx_atomic_qualifiers(op.sem, op.scope, op.into is not None, self.where(node))
         if op.op is RmwOp.CAS:
-            raise EmitError(f"{self.where(node)}: atom.cas needs a compare value, which the IR's Atomic "
-                            "does not carry (add a 'compare' field to Atomic to emit CAS)")
+            mnemonic = "atom"  # a CAS has no red form
         bits = lp.elem_bytes * 8
         ptx_op = {RmwOp.ADD: f"add.u{bits}", RmwOp.EXCH: f"exch.b{bits}", RmwOp.MIN: f"min.u{bits}",
-                  RmwOp.MAX: f"max.u{bits}"}[op.op]
+                  RmwOp.MAX: f"max.u{bits}", RmwOp.CAS: f"cas.b{bits}"}[op.op]
         words = len(lp.layout.words)
         base = self.ref_base(op.dst, node)
         o(f"const {lp.ctype} o_val = ({lp.ctype})({op.operand.to_c()});")
@@ -1070,8 +1134,14 @@ class KernelGenerator(OpVisitor):
             o(f'             :: "l"({addr}), "{lp.constraint}"(o_val) : "memory");')
         else:
             o(f"{lp.ctype} o_old;")
-            o(f'asm volatile("{self.marker(node)}atom{quals}.global.{ptx_op} %0, [%1], %2;"')
-            o(f'             : "={lp.constraint}"(o_old) : "l"({addr}), "{lp.constraint}"(o_val) : "memory");')
+            if op.op is RmwOp.CAS:  # atom.cas d, [a], compare, swap: a failed one writes nothing
+                o(f"const {lp.ctype} o_cmp = ({lp.ctype})({op.compare.to_c()});")
+                o(f'asm volatile("{self.marker(node)}atom{quals}.global.{ptx_op} %0, [%1], %2, %3;"')
+                o(f'             : "={lp.constraint}"(o_old) : "l"({addr}), "{lp.constraint}"(o_cmp), '
+                  f'"{lp.constraint}"(o_val) : "memory");')
+            else:
+                o(f'asm volatile("{self.marker(node)}atom{quals}.global.{ptx_op} %0, [%1], %2;"')
+                o(f'             : "={lp.constraint}"(o_old) : "l"({addr}), "{lp.constraint}"(o_val) : "memory");')
             if op.into:
                 o(f"collsim_st_u{bits}(o_into + o_i * {lp.elem_bytes}, o_old);")
             else:

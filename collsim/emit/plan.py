@@ -26,7 +26,7 @@ from collsim.ir.effects import effects
 from collsim.ir.ops import (Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
                             BulkLoad, ProxyFence, ProxyThread,
                             MultimemLoadReduce, MultimemRed, MultimemStore, Op, PollUntil, Reduce, Reg, Store,
-                            SyncGroup, WriteOutput, bind)
+                            SyncGroup, When, WriteOutput, bind)
 from collsim.ir.origin import shown_path
 from collsim.ir.program import Program
 from collsim.ir.protocol import Protocol
@@ -294,7 +294,23 @@ class _RegisterAccesses(OpVisitor):
         return [self.layout_access(op.src, op.issuer, op.into, op.into_offset, "w")] if op.into else []
 
     def visit_poll_until(self, op: PollUntil) -> list[Access]:
-        return [self.layout_access(op.src, op.issuer, op.into, op.into_offset, "w")] if op.into else []
+        out = [self.layout_access(op.src, op.issuer, op.into, op.into_offset, "w")] if op.into else []
+        if op.until.loaded:  # the wait target: the register word, read by every thread that polls
+            threads = {0} if op.issuer is Issuer.LEADER else set(range(min(self.nthreads, op.src.lines)))
+            out += self.word_reads(op.until.value.register, op.until.value.offset, op.until.value.nbytes, threads)
+        return out
+
+    def word_reads(self, register: str, offset: int, nbytes: int, threads: set[int]) -> list[Access]:
+        """Reads of one register word by each of ``threads``."""
+        return [(register, "r", {byte // 4: t for byte in range(offset, offset + nbytes, 4)}) for t in sorted(threads)]
+
+    def visit_when(self, op: When) -> list[Access]:
+        leader = all(getattr(inner, "issuer", Issuer.ALL) is Issuer.LEADER for inner in op.body)
+        threads = {0} if leader else set(range(self.nthreads))
+        out = self.word_reads(op.register, op.offset, op.nbytes, threads)
+        for inner in op.body:
+            out += self.visit(inner)
+        return out
 
     def visit_atomic(self, op: Atomic) -> list[Access]:
         out: list[Access] = []

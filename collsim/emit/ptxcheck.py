@@ -35,7 +35,7 @@ from collsim.ir.layout import LineLayout, WordRole
 from collsim.ir.ops import (Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
                             BulkLoad, ProxyFence, ProxyThread,
                             MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, Reduce, Reg, Store, SyncGroup,
-                            WriteOutput)
+                            When, WriteOutput)
 from collsim.ir.types import Sem
 from collsim.ir.visit import OpVisitor
 
@@ -335,6 +335,10 @@ class _Demands(OpVisitor):
         return self.memory(op, node_id, op.src, "ld")
 
     def visit_poll_until(self, op: PollUntil, node_id: int) -> Expectation:
+        if op.cas:  # a CAS loop: atom.cas at the op's semantics, in a loop
+            elem = max(w.nbytes for w in self.plan.program.buffer(op.src.buffer).layout.words)
+            return Expectation(node_id, op.label, ("atom",), op.sem.model_sem, op.sem.model_scope(op.scope).value, "",
+                               (f"b{elem * 8}",), 1, in_loop=True, extra=("global", "cas"))
         return self.memory(op, node_id, op.src, "ld")
 
     def visit_fence(self, op: Fence, node_id: int) -> Expectation:
@@ -362,7 +366,9 @@ class _Demands(OpVisitor):
             return Expectation(node_id, label, allowed, sem, scope, "", ("u32", "s32"), n,
                                extra=("global", op.op.value))
         elem = max(w.nbytes for w in layout.words)
-        types = _word_types(elem) if op.op.value != "exch" else (("b32",) if elem == 4 else ("b64",))
+        types = _word_types(elem) if op.op.value not in ("exch", "cas") else (("b32",) if elem == 4 else ("b64",))
+        if op.op.value == "cas":
+            allowed = ("atom",)
         return Expectation(node_id, label, allowed, sem, scope, "", types, 1, extra=("global", op.op.value))
 
     def _line_reduction(self, op: Atomic | MultimemRed, node_id: int, opcodes: tuple[str, ...], sem: str,
@@ -428,6 +434,9 @@ class _Demands(OpVisitor):
 
     def visit_loop(self, op: Loop, node_id: int) -> None:
         return None  # its body's ops are nodes of their own
+
+    def visit_when(self, op: When, node_id: int) -> None:
+        return None  # a branch: its body's ops are nodes of their own
 
 
 def expected_instructions(plan: ProgramPlan, dtype: str) -> dict[int, Expectation]:

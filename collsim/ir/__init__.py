@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collsim.ir.assumptions import ASSUMPTIONS, Assumption, get_assumption
 from collsim.ir.buffers import Buffer
-from collsim.ir.expr import ARG_ITER, ITER, MSG, NRANKS, RANK, Const, Expr, Var, ceil_div, mask
+from collsim.ir.expr import ARG_ITER, ITER, MSG, NRANKS, RANK, Const, Expr, Loaded, Var, ceil_div, mask
 from collsim.ir.layout import LineLayout, Word, WordRole, counter_layout, plain_layout
 from collsim.ir.ops import (
     DATA_WORD,
@@ -43,6 +43,7 @@ from collsim.ir.ops import (
     Reg,
     Store,
     SyncGroup,
+    When,
     WriteOutput,
 )
 from collsim.ir.origin import SourceLocation
@@ -53,7 +54,7 @@ from collsim.ir.visit import OpVisitor
 
 __all__ = [
     # expressions
-    "RANK", "NRANKS", "ITER", "ARG_ITER", "MSG", "Const", "Expr", "Var", "ceil_div", "mask",
+    "RANK", "NRANKS", "ITER", "ARG_ITER", "MSG", "Const", "Expr", "Var", "ceil_div", "mask", "Loaded",
     # memory and its vocabulary
     "Buffer", "LineLayout", "Word", "WordRole", "counter_layout", "plain_layout",
     "Sem", "Scope", "FenceKind", "RmwOp", "Issuer", "FillPattern",
@@ -61,7 +62,7 @@ __all__ = [
     # operations
     "Op", "OP_TYPES", "Store", "Load", "PollUntil", "Fence", "Atomic", "Reduce", "WriteOutput", "SyncGroup",
     "KernelBoundary", "Loop", "MultimemLoadReduce", "MultimemStore", "MultimemRed", "HostMemset", "HostBarrier",
-    "ProxyThread", "BulkLoad", "ProxyFence",
+    "ProxyThread", "BulkLoad", "ProxyFence", "When",
     "Ref", "MulticastRef", "Input", "Reg", "Fill", "Predicate", "Equals", "AtLeast", "NotEqual",
     "DATA_WORD", "SENTINEL_WORD",
     # programs and protocols

@@ -23,11 +23,11 @@ from typing import Any
 from collsim.errors import ProtocolDefinitionError
 from collsim.ir.effects import Effects, effects
 from collsim.ir.layout import LineLayout, WordRole
-from collsim.ir.expr import Expr
+from collsim.ir.expr import Expr, loaded_registers
 from collsim.ir.ops import (HOST_ACTIONS, HOST_SYMBOLS, PROXY_OPS, Atomic, BulkLoad, Fence, Fill, Input, Loop, Op,
-                            PollUntil, ProxyThread, Ref)
+                            PollUntil, ProxyThread, Ref, When)
 from collsim.ir.origin import shown_path
-from collsim.ir.program import Program
+from collsim.ir.program import Program, walk
 from collsim.ir.types import FillPattern, Issuer, Scope, Sem
 
 __all__ = ["ProgramCheckError", "check_program", "check_protocol_program", "cta_scope_findings", "protocol_file",
@@ -99,8 +99,8 @@ def cta_scope_findings(program: Program, where: Callable[[Op], str] = lambda op:
     users: dict[tuple, set[tuple[int, int]]] = {}
     narrow: list[tuple[Op, int, int, list[tuple]]] = []
     for rank, cta, env in _cta_envs(program, nranks, iteration, msg):
-        for flat in program.flatten(env):
-            op, touch = flat.op, effects(flat.op)
+        for _name, op, _branch, _on_host in _bound_ops(program.flatten(env)):
+            touch = effects(op)
             if touch.ref is None or not _issues(op, cta) or touch.ref.buffer not in {b.name for b in program.buffers}:
                 continue
             try:
@@ -214,15 +214,6 @@ def _check_proxy_body(proxy: ProxyThread, ops: tuple[Op, ...], where: str, sourc
                 f"with (declare Scope.SYS)", op=op, file=source)
 
 
-def _with_proxy_bodies(flat_ops: Iterable[Any]) -> Iterable[tuple[Any, bool]]:
-    """(flat op, whether the proxy thread runs it): a proxy thread's body ops in place of the proxy thread."""
-    for flat in flat_ops:
-        if isinstance(flat.op, ProxyThread):
-            yield from ((inner, True) for inner in flat.body)
-        else:
-            yield flat, False
-
-
 def host_scope_findings(program: Program) -> list[tuple[Op, str]]:
     """The kernel's synchronizing accesses to host memory at a scope that leaves the proxy thread out.
 
@@ -277,10 +268,35 @@ def _expressions(op: Op) -> Iterable[Expr]:
             yield from (getattr(value, g.name) for g in fields(value) if isinstance(getattr(value, g.name), Expr))
 
 
+def _check_loaded_values(program: Program, where: str, source: str | None) -> None:
+    """A loaded value (:class:`~collsim.ir.expr.Loaded`) is a poll's wait target, nothing else (an address,
+    a count or a stored flag from memory is not modelled)."""
+    for op in walk(program.ops):
+        for value in _expressions(op):
+            if loaded_registers(value):
+                raise ProgramCheckError(
+                    f"{where}: {op.label} uses the loaded value {value!r} outside a poll's predicate: a value "
+                    f"from memory may be a poll's wait target only", op=op, file=source)
+
+
+def _bound_ops(flat_ops: Iterable[Any]) -> Iterable[tuple[str, Op, bool, bool]]:
+    """``(name, op, inside a branch, run by the proxy thread)`` for every bound op, the ops of every
+    :class:`When`'s body and the ops of every proxy thread's body (in place of the proxy thread)."""
+    for flat in flat_ops:
+        if isinstance(flat.op, ProxyThread):
+            yield from ((inner.name, inner.op, False, True) for inner in flat.body)
+            continue
+        yield flat.name, flat.op, False, False
+        if isinstance(flat.op, When):
+            for op in flat.op.body:
+                yield f"{flat.name}/{op.label}", op, True, False
+
+
 def check_program(program: Program, source: str | None = None) -> None:
     """Raise :class:`ProgramCheckError` naming the first broken rule."""
     where = f"{program.protocol}/{program.algorithm}"
     _check_host_actions(program, where, source)
+    _check_loaded_values(program, where, source)
     for nranks, iteration, msg_lines in TINY_INSTANCES:
         buffers = {buf.name: buf for buf in program.buffers}
         data_bytes = max(buf.layout.data_bytes for buf in program.buffers) or 16
@@ -290,36 +306,36 @@ def check_program(program: Program, source: str | None = None) -> None:
         for rank, cta, env in _cta_envs(program, nranks, iteration, msg):
             filled: set[str] = set()
             proxy_filled: set[str] = set()  # the proxy thread's registers are its own
-            for flat, on_host in _with_proxy_bodies(program.flatten(env)):
-                op, touch = flat.op, effects(flat.op)
+            for name, op, branch, on_host in _bound_ops(program.flatten(env)):
+                touch = effects(op)
                 if not _issues(op, cta):
                     continue
                 ref = touch.ref
                 if ref is not None:
                     if ref.buffer not in buffers:
                         raise ProgramCheckError(
-                            f"{where}: {flat.name} uses undeclared buffer {ref.buffer!r}",
+                            f"{where}: {name} uses undeclared buffer {ref.buffer!r}",
                             op=op, file=source, field="buffers", choices=sorted(buffers),
                         )
                     if on_host and not buffers[ref.buffer].on_host:
                         raise ProgramCheckError(
-                            f"{where}: proxy thread op {flat.name} uses buffer {ref.buffer!r} in device memory: a "
+                            f"{where}: proxy thread op {name} uses buffer {ref.buffer!r} in device memory: a "
                             f"host thread reaches host memory only (declare Buffer(..., location='host'))",
                             op=op, file=source, field="buffers")
                     if touch.multicast and not buffers[ref.buffer].multicast:
                         raise ProgramCheckError(
-                            f"{where}: {flat.name} uses the multicast address of buffer {ref.buffer!r}, which is "
+                            f"{where}: {name} uses the multicast address of buffer {ref.buffer!r}, which is "
                             "not bound to a multicast object (declare it Buffer(..., multicast=True))",
                             op=op, file=source, field="buffers")
                     keys = []
                     for copy in touch.refs(nranks):
                         if not 0 <= copy.rank < nranks:
-                            raise ProgramCheckError(f"{where}: {flat.name} targets rank {copy.rank} of {nranks}",
+                            raise ProgramCheckError(f"{where}: {name} targets rank {copy.rank} of {nranks}",
                                                     op=op, file=source)
                         try:
                             keys.extend(touched_lines(program, copy, env, cta))
                         except IndexError as err:
-                            raise ProgramCheckError(f"{where}: {flat.name}: {err} (ranks={nranks})",
+                            raise ProgramCheckError(f"{where}: {name}: {err} (ranks={nranks})",
                                                     op=op, file=source) from None
                     layout = buffers[ref.buffer].layout
                     roles = written_roles(touch, layout)
@@ -327,36 +343,37 @@ def check_program(program: Program, source: str | None = None) -> None:
                     if (touch.whole_lines and layout.flag_words and touch.sources
                             and touch.sources[0] == Fill(FillPattern.SENTINEL)):
                         raise ProgramCheckError(
-                            f"{where}: {flat.name} memsets {ref.buffer!r} to the sentinel, but its layout "
+                            f"{where}: {name} memsets {ref.buffer!r} to the sentinel, but its layout "
                             f"{layout.name} has flag words: a memset writes one pattern into every word, so "
                             f"clear it to zero", op=op, file=source)
                     if isinstance(op, BulkLoad) and (layout.flag_words or layout.line_bytes % 16):
                         raise ProgramCheckError(
-                            f"{where}: {flat.name} bulk-copies {ref.buffer!r}, whose layout {layout.name} has flag "
+                            f"{where}: {name} bulk-copies {ref.buffer!r}, whose layout {layout.name} has flag "
                             f"words or lines that are not a multiple of 16 bytes: cp.async.bulk moves whole 16-byte "
                             f"units of data (copy a plain data layout)", op=op, file=source)
                     if touch.flag is not None and not layout.flag_words:
                         raise ProgramCheckError(
-                            f"{where}: {flat.name} stores a flag into {ref.buffer!r}, whose layout "
+                            f"{where}: {name} stores a flag into {ref.buffer!r}, whose layout "
                             f"{layout.name} has no flag word", op=op, file=source)
                     if touch.polls:
                         if not layout.poll_words:
                             raise ProgramCheckError(
-                                f"{where}: {flat.name} polls {ref.buffer!r}, whose layout {layout.name} has no "
+                                f"{where}: {name} polls {ref.buffer!r}, whose layout {layout.name} has no "
                                 f"flag word and names no polled word: the poll would inspect nothing, so its "
                                 f"condition ({touch.until.describe()}) would hold vacuously (poll a flag or "
                                 f"counter buffer, or give the layout polled_words)", op=op, file=source)
                         polled_roles = frozenset(layout.words[i].role for i in layout.poll_words)
-                        polled.extend((op, flat.name, key, polled_roles) for key in keys)
+                        polled.extend((op, name, key, polled_roles) for key in keys)
                 mine = proxy_filled if on_host else filled
-                for name in touch.registers_read:
-                    if name not in mine:
-                        other = " (the proxy thread's registers are its own)" if name in (filled | proxy_filled) \
-                            else ""
+                for register in touch.registers_read:
+                    if register not in mine:
+                        what = "waits for a value loaded into" if register in touch.loaded else "reads"
+                        other = (" (the proxy thread's registers are its own)"
+                                 if register in (filled | proxy_filled) else "")
                         raise ProgramCheckError(
-                            f"{where}: {flat.name} reads register {name!r} before anything fills it{other}",
+                            f"{where}: {name} {what} register {register!r} before anything fills it{other}",
                             op=op, file=source)
-                if touch.fills:
+                if touch.fills and not branch:  # a register filled on one path only is not filled after it
                     mine.add(touch.fills)
         for op, name, key, roles in polled:
             buf = buffers[key[0]]

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from collsim.ir.expr import Expr
+from collsim.ir.expr import Expr, loaded_registers
 from collsim.ir.ops import (Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
                             MulticastRef, MultimemLoadReduce, MultimemRed, MultimemStore, Op, PollUntil, Predicate,
-                            BulkLoad, ProxyFence, ProxyThread, Reduce, Ref, Reg, Source, Store, SyncGroup, WriteOutput)
+                            BulkLoad, ProxyFence, ProxyThread, Reduce, Ref, Reg, Source, Store, SyncGroup, When,
+                            WriteOutput)
 from collsim.ir.visit import OpVisitor
 
 __all__ = ["Effects", "effects"]
@@ -53,6 +54,9 @@ class Effects:
     ends_launch: bool = False
     whole_lines: bool = False
     host: bool = False
+    #: registers whose loaded words a poll's predicate waits for (:class:`~collsim.ir.expr.Loaded`) or a
+    #: branch tests (:class:`~collsim.ir.ops.When`)
+    loaded: tuple[str, ...] = ()
 
     @property
     def multicast(self) -> bool:
@@ -80,8 +84,8 @@ class Effects:
 
     @property
     def registers_read(self) -> tuple[str, ...]:
-        """The registers among :attr:`sources`."""
-        return tuple(src.name for src in self.sources if isinstance(src, Reg))
+        """The registers among :attr:`sources`, and those a predicate's loaded value names."""
+        return tuple(src.name for src in self.sources if isinstance(src, Reg)) + self.loaded
 
     @property
     def touches_registers(self) -> bool:
@@ -105,7 +109,9 @@ class _EffectsOf(OpVisitor):
         return Effects(op.src, fills=op.into)
 
     def visit_poll_until(self, op: PollUntil) -> Effects:
-        return Effects(op.src, until=op.until, fills=op.into)
+        # a CAS loop's exiting sample writes ``swap`` into the words it compared (a counter atomic's roles)
+        return Effects(op.src, writes_memory=op.cas, atomic=op.cas, until=op.until, fills=op.into,
+                       loaded=loaded_registers(op.until.value))
 
     def visit_fence(self, op: Fence) -> Effects:
         return _NOTHING
@@ -154,6 +160,9 @@ class _EffectsOf(OpVisitor):
 
     def visit_proxy_thread(self, op: ProxyThread) -> Effects:
         return _NOTHING  # the proxy's effects are its body's, on the host thread (collsim.ir.checks walks it)
+
+    def visit_when(self, op: When) -> Effects:
+        return Effects(loaded=(op.register,))  # it reads its register; what it runs is its body's
 
 
 _EFFECTS = _EffectsOf()

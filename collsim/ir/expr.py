@@ -26,6 +26,16 @@ Symbols
     in graph replays too.
 Loop variables are plain :class:`Var` objects named by the loop.
 
+Values from memory
+------------------
+:class:`Loaded` names the word an earlier operation of the same thread loaded
+into a register (a device step counter, a generation number read at kernel
+start). Binding leaves it symbolic: it evaluates to a :class:`LoadedValue`
+(the register word plus an integer), which each consumer resolves with the
+value it has for the register (the verifier: the read's value term; the
+simulator: what its memory held; the emitter: the register in C). Only
+``+`` and ``-`` of an integer combine with it.
+
 Examples
 --------
 >>> slot = ITER % 3
@@ -39,7 +49,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Union
+from typing import Any, Callable, Mapping, Union
 
 __all__ = [
     "Expr",
@@ -57,6 +67,9 @@ __all__ = [
     "CTA",
     "NCTAS",
     "LaunchArgument",
+    "Loaded",
+    "LoadedValue",
+    "loaded_registers",
 ]
 
 ExprLike = Union["Expr", int]
@@ -169,6 +182,93 @@ class LaunchArgument(Var):
 
     def __repr__(self) -> str:
         return self.name
+
+
+@dataclass(frozen=True, eq=True)
+class Loaded(Expr):
+    """The ``nbytes``-byte word at byte ``offset`` of register ``register``, as an operation loaded it.
+
+    A poll's predicate may wait for it (``Equals(Loaded("step") + 1)``): the register must be filled
+    earlier on every path of the thread that polls (:mod:`collsim.ir.checks`).
+
+    >>> target = Loaded("step") + ITER % 1 + 1
+    >>> value = target.evaluate({"ITER": 4})
+    >>> value, value.resolve(lambda register, offset: 41)
+    (step[0] + 1, 42)
+    >>> Loaded("step").to_c()
+    'collsim_loaded(step, 0)'
+    """
+
+    register: str
+    offset: int = 0
+    nbytes: int = 8
+
+    def evaluate(self, env: Mapping[str, int]) -> "LoadedValue":  # type: ignore[override]
+        return LoadedValue(self.register, self.offset, 0, self.nbytes)
+
+    def to_c(self) -> str:
+        # no C of its own: the emitter prints the register's scratch word (KernelGenerator._value_c); this
+        # names no defined function, so a path that forgets to does not compile
+        return f"collsim_loaded({self.register}, {self.offset})"
+
+    def free_vars(self) -> frozenset[str]:
+        return frozenset()
+
+    def __repr__(self) -> str:
+        return f"{self.register}[{self.offset}]"
+
+
+@dataclass(frozen=True, eq=True)
+class LoadedValue:
+    """A bound :class:`Loaded` word plus ``add``: what a consumer resolves (:meth:`resolve`) with its register
+    values."""
+
+    register: str
+    offset: int = 0
+    add: int = 0
+    nbytes: int = 8
+
+    def _plus(self, other: object, sign: int) -> "LoadedValue":
+        if isinstance(other, bool) or not isinstance(other, int):
+            raise TypeError(f"a loaded value ({self!r}) combines only with + and - of an integer, not {other!r}")
+        return LoadedValue(self.register, self.offset, self.add + sign * other, self.nbytes)
+
+    def __add__(self, other: object) -> "LoadedValue":
+        return self._plus(other, 1)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: object) -> "LoadedValue":
+        return self._plus(other, -1)
+
+    def _refuse(self, *_: object) -> "LoadedValue":
+        raise TypeError(f"a loaded value ({self!r}) combines only with + and - of an integer")
+
+    __rsub__ = __mul__ = __rmul__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __and__ = __rand__ = _refuse
+
+    def resolve(self, lookup: "Callable[[str, int], Any]") -> Any:
+        """The value, given ``lookup(register, offset)``: the consumer's value of the register word, plus
+        :attr:`add`."""
+        base = lookup(self.register, self.offset)
+        return base + self.add if self.add else base
+
+    def __repr__(self) -> str:
+        if not self.add:
+            return f"{self.register}[{self.offset}]"
+        return f"{self.register}[{self.offset}] {'+' if self.add > 0 else '-'} {abs(self.add)}"
+
+
+def loaded_registers(value: object) -> tuple[str, ...]:
+    """The registers a value names through :class:`Loaded` (symbolic) or :class:`LoadedValue` (bound).
+
+    >>> loaded_registers(Loaded("gen") + 1), loaded_registers(ITER + 1)
+    (('gen',), ())
+    """
+    if isinstance(value, (Loaded, LoadedValue)):
+        return (value.register,)
+    if isinstance(value, BinOp):
+        return loaded_registers(value.left) + loaded_registers(value.right)
+    return ()
 
 
 _PY_OPS = {

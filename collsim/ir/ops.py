@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Mapping, Union
 
 from collsim.ir import multimem
-from collsim.ir.expr import Expr, ExprLike, as_expr
+from collsim.ir.expr import Expr, ExprLike, LoadedValue, as_expr
 from collsim.ir.floats import F32_NEG_ZERO, Compare, is_nan32
 from collsim.ir.origin import SourceLocation
 from collsim.ir.types import FenceKind, FillPattern, Issuer, RmwOp, Scope, Sem
@@ -69,6 +69,8 @@ __all__ = [
     "HOST_ACTIONS",
     "HOST_ORDERING",
     "Loop",
+    "When",
+    "WHEN_BODY",
     "OP_TYPES",
     "bind",
 ]
@@ -254,7 +256,34 @@ class Predicate:
             want = self.value
             if isinstance(want, Expr):
                 raise TypeError(f"{self!r} is symbolic: bind it (Predicate.bind or collsim.ir.ops.bind) first")
+            if isinstance(want, LoadedValue):
+                raise TypeError(f"{self!r} waits for a loaded value: resolve it (Predicate.resolved) first")
         return self._compare(word, want)
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the bound value is a register word (:class:`~collsim.ir.expr.Loaded`) still to resolve."""
+        return isinstance(self.value, LoadedValue)
+
+    def resolved(self, lookup: Any) -> "Predicate":
+        """The bound predicate with a loaded value replaced by ``lookup(register, offset)`` (plus its offset):
+        the consumer's own value of the register word (an int, a verifier term, a C expression).
+
+        >>> from collsim.ir.expr import Loaded
+        >>> AtLeast(Loaded("step") + 2).bind({}).resolved(lambda reg, off: 5).holds(7)
+        True
+        """
+        if not isinstance(self.value, LoadedValue):
+            return self
+        return self.with_value(self.value.resolve(lookup))
+
+    def with_value(self, value: Any) -> "Predicate":
+        """The same comparison against ``value`` (a consumer's own term for a resolved target)."""
+        bound = object.__new__(type(self))
+        for f in fields(self):
+            object.__setattr__(bound, f.name, getattr(self, f.name))
+        object.__setattr__(bound, "value", value)
+        return bound
 
     def describe(self) -> str:
         """``"== 5"``, ``">= 3"``, ``"!= 0xfffafffa"``: the condition a bound poll waits for."""
@@ -383,6 +412,12 @@ class PollUntil(Op):
 
     The data words of the load that ends the spin go to register ``into``
     (``None``: the poll only synchronizes).
+
+    With ``swap`` the spin is a *CAS loop* on a flag or counter word: every sample is
+    ``atom.cas(word, until.value, swap)`` (``until`` must be :class:`Equals`), a failing one only
+    reads, and the one that finds the expected value ends the spin and writes ``swap``
+    (PyTorch SymmetricMemory's ``put_signal`` spins on CAS(0, 1), ``wait_signal`` on CAS(1, 0)).
+    ``sem`` is then the atomic's: relaxed, acquire, release or acq_rel.
     """
 
     src: Ref
@@ -393,10 +428,27 @@ class PollUntil(Op):
     issuer: Issuer = Issuer.ALL
     label: str = "poll"
     into_offset: Expr = 0  # type: ignore[assignment]
+    swap: Expr | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.into_offset, int):
             object.__setattr__(self, "into_offset", _e(self.into_offset))
+        if isinstance(self.swap, int):
+            object.__setattr__(self, "swap", _e(self.swap))
+        if self.swap is not None:
+            if not isinstance(self.until, Equals):
+                raise ValueError(f"poll {self.label!r}: a CAS loop (swap) waits until the word equals the compare "
+                                 f"value: its predicate is Equals, not {type(self.until).__name__}")
+            if self.into is not None:
+                raise ValueError(f"poll {self.label!r}: a CAS loop returns the compare value; it fills no register")
+            if Sem(self.sem) is Sem.WEAK:
+                raise ValueError(f"poll {self.label!r}: a CAS is atomic: its sem is relaxed, acquire, release or "
+                                 "acq_rel, not weak")
+
+    @property
+    def cas(self) -> bool:
+        """Whether the spin is a CAS loop (see ``swap``)."""
+        return self.swap is not None
 
 
 @dataclass(frozen=True)
@@ -419,7 +471,9 @@ class Atomic(Op):
     ``flag``, with a data operand, is added to the flag words of each line
     (a count the line's readers poll, as in the LL128-atomic line: the data
     words get the operand, the count word ``flag``, all by the lanes of one
-    line).
+    line). ``RmwOp.CAS`` takes ``compare``: each word becomes ``operand`` if it
+    held ``compare``, else is left as it is (a failed CAS writes nothing and is
+    still a read); a CAS *loop* is a :class:`PollUntil` with ``swap``.
     """
 
     op: RmwOp
@@ -432,6 +486,7 @@ class Atomic(Op):
     label: str = "atomic"
     into_offset: Expr = 0  # type: ignore[assignment]
     flag: Expr | None = None
+    compare: Expr | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.operand, int):
@@ -440,6 +495,12 @@ class Atomic(Op):
             object.__setattr__(self, "into_offset", _e(self.into_offset))
         if isinstance(self.flag, int):
             object.__setattr__(self, "flag", _e(self.flag))
+        if isinstance(self.compare, int):
+            object.__setattr__(self, "compare", _e(self.compare))
+        if (RmwOp(self.op) is RmwOp.CAS) != (self.compare is not None):
+            raise ValueError(f"atomic {self.label!r}: a compare value goes with RmwOp.CAS and only with it")
+        if self.compare is not None and isinstance(self.operand, (Input, Reg, Fill)):
+            raise ValueError(f"atomic {self.label!r}: a CAS swaps in a counter value (an expression), not data")
         if self.flag is not None and not isinstance(self.operand, (Input, Reg, Fill)):
             raise ValueError(f"atomic {self.label!r}: a flag is added next to data; a counter atomic's operand "
                              "is already its increment")
@@ -718,12 +779,49 @@ class Loop(Op):
         return self.body
 
 
+@dataclass(frozen=True)
+class When(Op):
+    """Run ``body`` only when ``cond`` holds for the word at byte ``offset`` of register ``register``: a
+    branch on a value the thread read, such as the old value a fetch-add returned (the last arriver at
+    a counter resets it and releases the others).
+
+    The register must be filled earlier on every path (:mod:`collsim.ir.checks`); ``cond`` is bound
+    like a poll's predicate and evaluated by :meth:`Predicate.holds` in every consumer. The body is
+    straight-line: stores, atomics and fences (:data:`WHEN_BODY`), so a thread that skips it leaves
+    nobody waiting; a :class:`Loop` may contain a ``When`` (release a flag to every peer).
+    """
+
+    register: str
+    cond: Predicate
+    body: tuple[Op, ...] = field(default_factory=tuple)
+    offset: int = 0
+    label: str = "when"
+    #: the width of the register word (the counter it came from)
+    nbytes: int = 8
+
+    def __post_init__(self) -> None:
+        for op in self.body:
+            if not isinstance(op, WHEN_BODY):
+                raise ValueError(f"when {self.label!r}: a branch holds stores, atomics and fences, not "
+                                 f"{type(op).__name__} ({getattr(op, 'label', '?')!r}): put the branch inside "
+                                 "the loop, and keep polls and group barriers out of it")
+            if getattr(op, "into", None) is not None:
+                raise ValueError(f"when {self.label!r}: {op.label!r} fills a register inside the branch; a "
+                                 "register must be filled on every path")
+
+    def children(self) -> tuple[Op, ...]:
+        return self.body
+
+
+#: What a :class:`When` may contain.
+WHEN_BODY: tuple[type[Op], ...] = (Store, Atomic, Fence)
+
 #: Every operation class, in the order consumers list them. A consumer walks operations through a
 #: :class:`collsim.ir.visit.OpVisitor`, which must have a rule for each of these: a new operation is
 #: added here and then fails at import in every consumer that does not handle it yet.
 OP_TYPES: tuple[type[Op], ...] = (Store, Load, PollUntil, Fence, Atomic, Reduce, WriteOutput, SyncGroup,
                                   KernelBoundary, Loop, MultimemLoadReduce, MultimemStore, MultimemRed, HostMemset,
-                                  HostBarrier, ProxyThread, BulkLoad, ProxyFence)
+                                  HostBarrier, ProxyThread, BulkLoad, ProxyFence, When)
 #: The operations a :class:`ProxyThread` body may contain (the host's loads, stores, polls and fences).
 PROXY_OPS: tuple[type[Op], ...] = (Store, Load, PollUntil, Fence, Loop)
 
@@ -740,6 +838,8 @@ def _bind_value(value: Any, env: Mapping[str, int]) -> Any:
         return _bind_fields(value, env)
     if isinstance(value, tuple):
         return tuple(_bind_value(item, env) for item in value)
+    if isinstance(value, (Store, Atomic, Fence)):  # the body of a When
+        return _bind_fields(value, env)
     return value
 
 

@@ -11,8 +11,8 @@ from collsim.errors import ProtocolDefinitionError
 from collsim.ir.buffers import Buffer
 from collsim.ir.expr import Expr, Var, as_expr
 from collsim.ir.floats import WordEncoding
-from collsim.ir.ops import (Loop, MultimemLoadReduce, MultimemRed, MultimemStore, NotEqual, Op, PollUntil, ProxyThread,
-                            bind)
+from collsim.ir.ops import (Loop, MultimemLoadReduce, MultimemRed, MultimemStore, NotEqual, Op, PollUntil, Predicate,
+                            ProxyThread, When, bind)
 from collsim.ir.origin import caller_location, stack_depth
 
 __all__ = ["Program", "FlatOp", "ProgramBuilder", "flatten", "walk", "FABRIC_FEATURES"]
@@ -226,16 +226,25 @@ class ProgramBuilder:
     def proxy(self, label: str = "proxy") -> AbstractContextManager[None]:
         """Collect the body of this rank's :class:`~collsim.ir.ops.ProxyThread` (a ``with`` block)."""
         frame = inspect.currentframe()
-        return self._proxy(self._located(ProxyThread(label=label), frame.f_back if frame is not None else None))
+        return self._collect_body(self._located(ProxyThread(label=label),
+                                                frame.f_back if frame is not None else None))
+
+    def when(self, register: str, cond: Predicate, offset: int = 0, label: str = "when",
+             nbytes: int = 8) -> AbstractContextManager[None]:
+        """Collect the body of a :class:`~collsim.ir.ops.When` on register ``register`` (a ``with`` block)."""
+        frame = inspect.currentframe()
+        return self._collect_body(self._located(When(register, cond, (), offset, label, nbytes),
+                                                frame.f_back if frame is not None else None))
 
     @contextmanager
-    def _proxy(self, proxy: ProxyThread) -> Iterator[None]:
+    def _collect_body(self, op: ProxyThread | When) -> Iterator[None]:
+        """The ops of a ``with`` block become ``op``'s body."""
         self._stack.append([])
         try:
             yield None
         finally:
             body = tuple(self._stack.pop())
-            self._stack[-1].append(replace(proxy, body=body))
+            self._stack[-1].append(replace(op, body=body))
 
     def register(self, name: str, nbytes: Expr | int) -> str:
         """Declare register ``name`` of ``nbytes`` bytes (the largest size wins)."""

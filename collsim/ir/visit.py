@@ -17,7 +17,7 @@ for it at import, not at the first protocol that uses it.
 ...         return "store"
 Traceback (most recent call last):
 ...
-TypeError: Incomplete has no rule for Load, PollUntil, Fence, Atomic, Reduce, WriteOutput, SyncGroup, KernelBoundary, Loop, MultimemLoadReduce, MultimemStore, MultimemRed, HostMemset, HostBarrier, ProxyThread, BulkLoad, ProxyFence: a consumer of the IR needs a visit_<op> method for every class of collsim.ir.ops.OP_TYPES (missing: visit_load, visit_poll_until, visit_fence, visit_atomic, visit_reduce, visit_write_output, visit_sync_group, visit_kernel_boundary, visit_loop, visit_multimem_load_reduce, visit_multimem_store, visit_multimem_red, visit_host_memset, visit_host_barrier, visit_proxy_thread, visit_bulk_load, visit_proxy_fence)
+TypeError: Incomplete has no rule for Load, PollUntil, Fence, Atomic, Reduce, WriteOutput, SyncGroup, KernelBoundary, Loop, MultimemLoadReduce, MultimemStore, MultimemRed, HostMemset, HostBarrier, ProxyThread, BulkLoad, ProxyFence, When: a consumer of the IR needs a visit_<op> method for every class of collsim.ir.ops.OP_TYPES (missing: visit_load, visit_poll_until, visit_fence, visit_atomic, visit_reduce, visit_write_output, visit_sync_group, visit_kernel_boundary, visit_loop, visit_multimem_load_reduce, visit_multimem_store, visit_multimem_red, visit_host_memset, visit_host_barrier, visit_proxy_thread, visit_bulk_load, visit_proxy_fence, visit_when)
 >>> class Counting(OpVisitor, abstract=True):  # a partial base for consumers that share rules
 ...     def visit_sync_group(self, op):
 ...         return 1

@@ -30,8 +30,8 @@ from collsim.ir.expr import BinOp, Const, Expr, LaunchArgument, Var
 from collsim.ir.layout import WordRole
 from collsim.ir.ops import (
     OP_TYPES, Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop, MulticastRef,
-    MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, ProxyThread, Reduce, Reg, Store, SyncGroup, WriteOutput,
-    BulkLoad, ProxyFence,
+    MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, ProxyThread, Reduce, Reg, Store, SyncGroup, When,
+    WriteOutput, BulkLoad, ProxyFence,
 )
 from collsim.ir.program import Program
 from collsim.ir.types import Issuer, Sem
@@ -39,7 +39,7 @@ from collsim.ir.visit import OpVisitor
 
 __all__ = ["SimKind", "SimOp", "Block", "SimProgram", "lower_for_sim", "STORE", "LOAD", "POLL", "FENCE", "ATOMIC",
            "REDUCE", "WRITE", "SYNC", "KERNEL_END", "MC_LOAD_REDUCE", "MC_STORE", "MC_RED", "HOST_MEMSET",
-           "HOST_BARRIER", "PROXY", "BULK_LOAD", "PROXY_FENCE", "KIND_NAMES",
+           "HOST_BARRIER", "PROXY", "BULK_LOAD", "PROXY_FENCE", "WHEN", "KIND_NAMES",
            "EVERY_COPY", "BoundRank", "cta_copy"]
 
 
@@ -63,11 +63,12 @@ class SimKind(IntEnum):
     PROXY = OP_TYPES.index(ProxyThread)
     BULK_LOAD = OP_TYPES.index(BulkLoad)
     PROXY_FENCE = OP_TYPES.index(ProxyFence)
+    WHEN = OP_TYPES.index(When)
 
 
 # Plain ints for the hot path (a rank compares kinds millions of times).
 (STORE, LOAD, POLL, FENCE, ATOMIC, REDUCE, WRITE, SYNC, KERNEL_END, MC_LOAD_REDUCE, MC_STORE, MC_RED, HOST_MEMSET,
- HOST_BARRIER, PROXY, BULK_LOAD, PROXY_FENCE) = (int(k) for k in SimKind)
+ HOST_BARRIER, PROXY, BULK_LOAD, PROXY_FENCE, WHEN) = (int(k) for k in SimKind)
 #: The owner rank in the ``ref`` of a multimem op: every rank's copy (:mod:`collsim.sim.fabric` costs them).
 EVERY_COPY = -1
 #: The IR class name of each kind, indexed by kind (a kind is its class's position in OP_TYPES).
@@ -83,12 +84,15 @@ class SimOp:
     ``src`` a source
     tuple ``("input", offset)``, ``("reg", name, offset, count, stride)`` or
     ``("fill", pattern)``; ``pred`` is the poll's :class:`~collsim.ir.ops.Predicate`, bound (its
-    :meth:`~collsim.ir.ops.Predicate.holds` is how :mod:`collsim.sim.memory` judges a polled word).
+    :meth:`~collsim.ir.ops.Predicate.holds` is how :mod:`collsim.sim.memory` judges a polled word);
+    ``swap`` is what a CAS loop's successful sample writes (None for a plain poll); a branch
+    (:class:`~collsim.ir.ops.When`) tests ``pred`` on register ``into`` at byte ``into_offset`` and runs
+    the ops of ``body`` when it holds.
     """
 
     __slots__ = ("kind", "op", "loops", "label", "ref", "key", "layout", "src", "srcs", "sem", "scope", "flag",
                  "leader", "into", "into_offset", "pred", "nbytes", "offset", "operand", "releasing",
-                 "acquiring", "line_bytes", "data_bytes", "polls_flags", "body")
+                 "acquiring", "line_bytes", "data_bytes", "polls_flags", "swap", "body")
 
     @property
     def name(self) -> str:
@@ -172,7 +176,7 @@ def _ref_tuple(ref: Any, on_host: bool = False, per_cta: bool = False) -> str:
 
 #: The fields of a bound op, besides its reference, that decide what it costs or what a poll sees (a data
 #: source's kind and register are literal in the IR; only its offsets are expressions).
-_TIMED_FIELDS = ("flag", "pred", "nbytes", "operand")
+_TIMED_FIELDS = ("flag", "pred", "nbytes", "operand", "swap")
 
 
 def _contains(ops: tuple, kinds: tuple[type, ...]) -> bool:
@@ -247,6 +251,11 @@ class _Compiler(OpVisitor):
             f.consts["until"] = op.until
         else:
             f.consts["pred"] = op.until.bind({})
+        if op.swap is not None:
+            f.fields["swap"] = _src(op.swap)
+            self.lowered.value_flow = self.lowered.value_flow or f"{op.label} is a CAS loop (its write is its own)"
+        if op.until.loaded:
+            self.lowered.value_flow = self.lowered.value_flow or f"{op.label} waits for a value it loaded"
         return self._item(op, f)
 
     def visit_fence(self, op: Fence) -> tuple:
@@ -318,6 +327,30 @@ class _Compiler(OpVisitor):
         """The proxy's body, bound with the rank's symbols into the ``body`` of one item (collsim.sim.host runs it)."""
         self.lowered.host_memory = True
         return ("proxy", self._item(op, _Fields(SimKind.PROXY, op, self.program)), self.compile(op.body))
+
+    def visit_when(self, op: When) -> tuple:
+        self.lowered.value_flow = self.lowered.value_flow or f"{op.label} branches on a value it read"
+        body = self.compile(op.body)
+        cond = op.cond
+        fixed = None if isinstance(cond.value, Expr) and cond.value.free_vars() else cond.bind({})
+
+        def bind(e: dict, loops: tuple) -> SimOp:
+            o = object.__new__(SimOp)
+            for slot in SimOp.__slots__:
+                setattr(o, slot, None)
+            o.kind, o.op, o.loops, o.label = int(SimKind.WHEN), op, loops, op.label
+            o.pred = fixed if fixed is not None else cond.bind(e)
+            o.into, o.into_offset = op.register, op.offset
+            o.leader = False
+            o.body = [item[1](e, loops) for item in body]
+            return o
+
+        def rebind(o: SimOp, e: dict) -> None:
+            for inner, item in zip(o.body, body):
+                if item[2] is not None:
+                    item[2](inner, e)
+
+        return ("op", bind, rebind if any(item[2] is not None for item in body) else None)
 
     def visit_loop(self, op: Loop) -> tuple | None:
         body = self.compile(op.body)
@@ -406,6 +439,9 @@ class SimProgram:
         self.multicast = False
         #: whether the program touches host memory or runs a host proxy thread (collsim.sim.host)
         self.host_memory = any(buf.on_host for buf in program.buffers)
+        #: what of the program depends on values it reads from memory (a loaded wait target, a CAS loop's
+        #: write, a branch on a returned value): a sentence, or "" when nothing does
+        self.value_flow = ""
         self._tree = _Compiler(self).compile(program.ops)
         # per thread: (NRANKS/ITER key, {rank: (items, size-dependent updates)}), so threads never share items
         self._reuse: dict[int, tuple[tuple, dict[int, tuple[BoundRank, list[tuple]]]]] = {}

@@ -71,6 +71,9 @@ class Write:
 def _apply(value: Any, how: str, operand: Any) -> Any:
     if how == "set":
         return operand
+    if how == "cas":  # operand is (compare, swap): a failed CAS leaves the word as it is
+        compare, swap = operand
+        return swap if value == compare else value
     if not isinstance(value, int) or not isinstance(operand, int):
         return DATA
     if how == "add":
@@ -119,6 +122,16 @@ class Location:
             w = self.writes[len(values) - 1]
             values.append(_apply(values[-1], w.how, w.value))
         return values[count]
+
+    def value_before(self, transfer: Any) -> Any:
+        """The word just before the write that ``transfer`` made lands (in visible order), when every write
+        covers the same lines (a counter), else None: what a fetch-and-op returned."""
+        if self.range is None:
+            return None
+        for index, write in enumerate(self.writes):
+            if write.transfer is transfer:
+                return self._value(index)
+        return None
 
     def value_at(self, lo: int, lines: int, time: float) -> Any:
         """The polled word of lines ``[lo, lo + lines)`` at ``time`` when every write covers them all (a counter

@@ -84,9 +84,11 @@ Every op also costs ``op_overhead_us`` of instruction issue.
 """
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any
 
+from collsim.errors import UnsupportedError
 from collsim.ir.ops import OP_TYPES, AtLeast
 from collsim.ir.types import FenceKind, Scope
 from collsim.ir.visit import OpVisitor, method_name
@@ -199,6 +201,19 @@ class _PollWatch:
             self.poke(found)
 
 
+def _named(op: Any) -> str:
+    """A bound op's label and where protocol code emitted it, for a refusal."""
+    origin = getattr(op.op, "origin", None)
+    return f"{op.label} ({origin})" if origin is not None else op.label
+
+
+def _constant(expr: Any, op: Any) -> int:
+    """A CAS's compare value (an expression of no symbol)."""
+    if expr.free_vars():
+        raise UnsupportedError(f"{_named(op)}: the simulator takes a CAS compare value that is a constant")
+    return expr.evaluate({})
+
+
 class Rank(OpVisitor):
     """The state and process of one rank (see the module docstring for the costs).
 
@@ -224,6 +239,10 @@ class Rank(OpVisitor):
         #: in a register, connHeadCache in src/device/prims_ll.h): an "at least" poll that value satisfies
         #: needs no load, since counters only grow
         self._counters: dict[tuple, Any] = {}
+        #: (register, byte) -> the counter word a load put there, for polls that wait for it (ir.expr.Loaded)
+        self.loaded_words: dict[tuple[str, int], Any] = {}
+        #: (register, byte) -> (location, transfer) of the counter atomic whose old value the register holds
+        self.atomic_results: dict[tuple[str, int], tuple[Any, Any]] = {}
         self.end = 0.0
         self.final: PathNode | None = None
         self._preplaced: list[float] | None = None
@@ -361,6 +380,10 @@ class Rank(OpVisitor):
         return frames
 
     def visit_poll_until(self, th: Thread, op: Any):
+        if op.pred.loaded:
+            return self._poll_loaded(th, op)
+        if op.swap is not None:
+            return self._cas_loop(th, op)
         pred = op.pred
         if pred.__class__ is AtLeast and op.into is None:
             seen = self._counters.get(op.key)
@@ -377,6 +400,62 @@ class Rank(OpVisitor):
             return self._poll_after_wait(th, op, plan, found)
         self._poll_done(th, op, self._completion(plan, found[0]), found, plan[1])
         return None
+
+    def _cas_loop(self, th: Thread, op: Any):
+        """A CAS loop: a release one first orders the thread's earlier writes (as a release store does); then
+        it samples like a poll, one atomic at the owner per sample, until the word holds the compare value,
+        and the sample that finds it writes ``swap`` there, at the owner, when it arrives."""
+        if op.releasing:
+            self._fence(th, op, op.scope, None, "release fence before the CAS")
+        plan = self._poll_plan(th, op)
+        lo = op.ref[4]
+        found = plan[0].satisfied_at(lo, lo + op.ref[5], op.pred, plan[2])
+        if found is None or (found[0] > self.sim.env.now + EPS and found[0] > plan[2] + EPS):
+            found = yield from self._wait_poll(op, plan, found)
+        done = self._completion(plan, found[0])
+        self._poll_done(th, op, done, found, plan[1])
+        first, period = plan[2], plan[3]
+        seen = max(first, found[0] + period / 2)  # the successful sample reaches the word (see _completion)
+        plan[0].add(Write(lo, lo + op.ref[5], seen, "set", op.swap, None))
+
+    def _poll_loaded(self, th: Thread, op: Any):
+        """A poll whose target is a loaded register word: the poll, waiting for what the register holds."""
+        target = op.pred.value
+        found = self.atomic_results.get((target.register, target.offset))
+        if found is not None:
+            yield from self._settled(found[1])
+        wait = self.visit_poll_until(th, self._with_loaded_target(op))
+        if wait is not None:
+            yield from wait
+
+    def _settled(self, tr: Any):
+        """Wait until the clock reaches the moment ``tr``'s atomic landed: every atomic its owner performed
+        before it is placed by then, so the old value it returned is known."""
+        if tr.visible > self.sim.env.now + EPS:
+            self.sim.events += 1
+            yield self.sim.env.timeout(tr.visible - self.sim.env.now)
+
+    def _register_word(self, register: str, offset: int) -> Any:
+        """The counter value in a register word: what a counter atomic returned (once :meth:`_settled`) or
+        what a load of a counter word found; None if the simulator knows none."""
+        found = self.atomic_results.get((register, offset))
+        if found is not None:
+            return found[0].value_before(found[1])
+        return self.loaded_words.get((register, offset))
+
+    def _with_loaded_target(self, op: Any) -> Any:
+        """A copy of poll ``op`` whose predicate waits for the value its register holds (the bound op may be
+        shared by ranks, so it is not changed)."""
+        def lookup(register: str, offset: int) -> Any:
+            value = self._register_word(register, offset)
+            if not isinstance(value, int):
+                raise UnsupportedError(f"{_named(op)}: waits for register {register!r} byte {offset}, but the "
+                                       f"simulator knows no counter value there (a counter atomic's result or "
+                                       f"a loaded counter word)")
+            return value
+        resolved = copy.copy(op)
+        resolved.pred = op.pred.resolved(lookup)
+        return resolved
 
     def _poll_after_wait(self, th: Thread, op: Any, plan: tuple, found: Any):
         found = yield from self._wait_poll(op, plan, found)
@@ -432,6 +511,29 @@ class Rank(OpVisitor):
         return None
 
     # visit_reduce, visit_write_output, visit_sync_group and visit_kernel_boundary: below, with the local work.
+
+    def visit_when(self, th: Thread, op: Any):
+        """A branch on a register word: the old value a counter atomic returned (as the owner ordered the
+        atomics: known once the clock reaches the moment this one landed) or a loaded counter word; the
+        body's ops run, in order, only when the condition holds."""
+        return self._branch(th, op)
+
+    def _branch(self, th: Thread, op: Any):
+        found = self.atomic_results.get((op.into, op.into_offset))
+        if found is not None:
+            yield from self._settled(found[1])
+        value = self._register_word(op.into, op.into_offset)
+        if not isinstance(value, int):
+            raise UnsupportedError(f"{_named(op)}: branches on register {op.into!r} byte {op.into_offset}, but the "
+                                   "simulator knows no counter value there (a counter atomic's result or a loaded "
+                                   "counter word)")
+        if not op.pred.holds(value):
+            return
+        rules = self._rules
+        for inner in op.body:
+            wait = rules[inner.kind](th, inner)
+            if wait is not None:
+                yield from wait
 
     def _join(self, th: Thread, lanes: list[Thread], label: str) -> None:
         slowest = lanes[0]
@@ -708,7 +810,10 @@ class Rank(OpVisitor):
         factor = self._pair(owner)[0].costs.atomic_wire_factor if data and owner != self.rank else 1.0
         # a line's count word (``flag``) is what its readers poll; the data words they do not
         value = op.flag if op.flag is not None and op.polls_flags else (DATA if data else operand)
-        land = (self.memory.location(op.key), line, lines, RMW_HOW.get(op.op.op, "set"), value)
+        how = RMW_HOW.get(op.op.op, "set")
+        if op.op.compare is not None:  # a CAS: it swaps in the operand only where the word held the compare value
+            how, value = "cas", (_constant(op.op.compare, op), value)
+        land = (self.memory.location(op.key), line, lines, how, value)
         tr = self._push(th, op, owner, wire * factor, data, "atomic", wire if owner == self.rank else 0.0, True,
                         land, not_before)
         if op.into is not None:
@@ -716,6 +821,8 @@ class Rank(OpVisitor):
                 raise NotImplementedError("atomics with a result are not split into pieces")
             self._advance(th, tr.ack, "sync", op, "atomic returns its old value", tr, tr.ack)
             self.regs[op.into] = (th.t, th.node, th.t)
+            if not data:  # a counter's old value: a branch may test it (what it was once this write landed)
+                self.atomic_results[(op.into, op.into_offset)] = (land[0], tr)
 
     def _load(self, th: Thread, op: Any) -> None:
         sim = self.sim
@@ -723,6 +830,10 @@ class Rank(OpVisitor):
         wire = lines * op.line_bytes
         th.t += self.c.op_overhead_us
         t = th.t
+        if not op.data_bytes:  # a counter word: remember what the load finds, a poll may wait for it
+            location = self.memory.location(op.key)
+            for j in range(lines):
+                self.loaded_words[(op.into, op.into_offset + j * op.line_bytes)] = location.value_at(line + j, 1, t)
         node = self._issue_node(th, op, True)
         if owner == self.rank:
             finish = reserve((self.hbm, self.local_ld), wire, t)

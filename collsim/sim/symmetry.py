@@ -217,6 +217,8 @@ def fold_or_reason(items: list[list[Any]], lowered: Any, rotation: Rotation, rou
     n = rotation.ranks
     if len(items) != n:
         return f"{len(items)} programs for {n} ranks"
+    if getattr(lowered, "value_flow", ""):  # rank 0's values need not stand for the others' (which rank is last)
+        return lowered.value_flow
     flats = [_flat(rank_items) for rank_items in items]
     first = flats[0]
     size = len(first)

@@ -66,6 +66,8 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import replace
+
+import z3
 from typing import Any, Iterable, NamedTuple
 
 from collsim.algorithms import generate, transfer_bytes
@@ -76,15 +78,15 @@ from collsim.errors import UnsupportedError
 from collsim.ir.assumptions import get_assumption
 from collsim.ir.buffers import Buffer
 from collsim.ir.layout import LineLayout, WordRole
-from collsim.ir.ops import (HOST_ORDERING, AtLeast, Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
-                            MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, Predicate, ProxyThread, Reduce, Reg,
-                            Store, SyncGroup, WriteOutput, BulkLoad, ProxyFence)
+from collsim.ir.ops import (HOST_ORDERING, AtLeast, Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary,
+                            Load, Loop, MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, Predicate,
+                            ProxyThread, Reduce, Reg, Store, SyncGroup, When, WriteOutput, BulkLoad, ProxyFence)
 from collsim.ir.program import walk
 from collsim.ir.protocol import Protocol
 from collsim.ir.types import FenceKind, FillPattern, Issuer, RmwOp, Scope, Sem
 from collsim.ir.visit import OpVisitor
 from collsim.verify.granules import atomic_groups, kept_words
-from collsim.verify.events import AtomicGroup, Placement
+from collsim.verify.events import AtomicGroup, Placement, value_const
 from collsim.verify.instance import Bounds, EventKind, InstrKind, Lin, VerifyEvent, VerifyInstance, VerifyInstr
 
 __all__ = ["lower_instance", "message_bytes", "DataPath", "data_path", "REALISTIC_LINES", "op_source"]
@@ -253,6 +255,19 @@ class _MemsetAccess(NamedTuple):
 _MEMSET_ACCESS = _MemsetAccess()
 
 
+class _LoadedTerm(Lin):
+    """A wait target's value term that prints as the register word it is (``step[0] + 1``) in counterexamples."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, c: int, terms: dict, text: str) -> None:
+        super().__init__(c, terms)
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"the loaded {self.text}"
+
+
 class _Site(NamedTuple):
     """Where a bound operation runs: its name (``label[k=1]``), rank, launch, the rank's registers, the symbols."""
 
@@ -328,6 +343,8 @@ class _ElementLowering(OpVisitor):
         self.next_group = 0
         self.host_barriers: dict[int, int] = {}  # rank -> host barriers lowered so far
         self.source = ""  # op_source of the operation being lowered
+        #: the branch the ops being lowered are in: (z3 condition, the reads it tests), None outside any
+        self.branch: tuple[Any, frozenset[int]] | None = None
         self.signature: list[str] = []
         self._flat: Any = None  # the flat op being lowered (a proxy thread's body is its FlatOp.body)
         for op, why in host_scope_findings(self.program):
@@ -359,11 +376,15 @@ class _ElementLowering(OpVisitor):
     def new_instr(self, thread: int, kind: InstrKind, label: str, iteration: int,
                   predicate: Predicate | None = None) -> VerifyInstr:
         instr = VerifyInstr(thread, len(self.threads[thread]), kind, [], label, iteration, predicate,
-                            source=self.source)
+                            source=self.source, ctrl=self.branch[1] if self.branch else frozenset())
         self.threads[thread].append(instr)
         return instr
 
     def add_event(self, instr: VerifyInstr, **kw: Any) -> VerifyEvent:
+        if self.branch is not None:  # an op of a When: its events exist only where the condition holds
+            if kw.get("kind") is EventKind.BARRIER:
+                raise UnsupportedError(f"{self.where(instr.label)}: a group barrier inside a branch is not modelled")
+            kw["guard"] = self.branch[0]
         ev = VerifyEvent(id=len(self.events), thread=instr.thread, rank=self.placement[instr.thread].rank,
                          instr=instr.index, label=instr.label, iteration=instr.iteration, **kw)
         self.events.append(ev)
@@ -501,12 +522,34 @@ class _ElementLowering(OpVisitor):
         """A load, or (``until`` given) the exiting load of a poll: one instruction per line."""
         src = op.src
         poll = until is not None
+        waits_for: frozenset[int] = frozenset()
+        if poll and until.loaded:
+            until, waits_for = self.resolve_loaded(until, site)
         for j, thread in self.line_items(src, op.issuer, site.rank):
             instr = self.new_instr(thread, InstrKind.POLL if poll else InstrKind.LOAD, site.name, site.iteration,
                                    until)
             values = self.read_line(instr, op, src, j, site, poll)
+            for ev in instr.events:  # the exit compares against the loaded word: it depends on that read
+                ev.deps = ev.deps | waits_for
             if op.into is not None:
                 site.regs.setdefault(op.into, {}).update(values)
+
+    def where(self, name: str) -> str:
+        """An op's name and, for a refusal, where protocol code emitted it (``label (protocols/x.py:12)``)."""
+        return f"{name} ({self.source})" if self.source else name
+
+    def resolve_loaded(self, until: Predicate, site: _Site) -> tuple[Predicate, frozenset[int]]:
+        """A predicate whose value is a loaded register word, with the read's value term in its place (a
+        :class:`Lin` the encoding translates), and the reads that term names."""
+        loaded = until.value
+        value = site.regs.get(loaded.register, {}).get(loaded.offset)
+        if value is None:
+            raise UnsupportedError(f"{self.where(site.name)} waits for register {loaded.register!r} byte "
+                                   f"{loaded.offset}, which no earlier load of rank {site.rank} filled in the "
+                                   "verifier's instance")
+        term = value + Lin.const(loaded.add)
+        resolved = until.with_value(_LoadedTerm(term.c, term.terms, repr(loaded)))
+        return resolved, frozenset(resolved.value.reads())
 
     def read_line(self, instr: VerifyInstr, op: Any, src: Any, j: int, site: _Site, poll: bool) -> dict[int, Lin]:
         """The read events of line ``j`` of ``src`` in ``instr`` (every modelled word for a poll, the data
@@ -518,7 +561,7 @@ class _ElementLowering(OpVisitor):
         data = {w: k for w, k in self.data_words(buf)}
         by_word: dict[int, VerifyEvent] = {}
         values: dict[int, Lin] = {}
-        words = self.kept[buf.name] if poll else [w for w in self.kept[buf.name] if w in data]
+        words = self.kept[buf.name] if poll or not data else [w for w in self.kept[buf.name] if w in data]
         for w in words:
             ev = self.mem_event(instr, EventKind.READ, op, src, j, w, site.env)
             if poll:
@@ -527,9 +570,17 @@ class _ElementLowering(OpVisitor):
                 ev.consumer = into
                 offset = op.into_offset + j * layout.data_bytes + data[w] * layout.words[w].nbytes
                 values[offset] = Lin.atom(("rd", ev.id))
+            elif into is not None and not data:
+                values[self.counter_offset(op, layout, j, w)] = Lin.atom(("rd", ev.id))
             by_word[w] = ev
         self.groups_for(by_word, layout, "rgroup", None)
         return values
+
+    @staticmethod
+    def counter_offset(op: Any, layout: LineLayout, j: int, w: int) -> int:
+        """The register byte a counter word (a layout without data words) lands in: the word's place in the
+        line, lines one after another (what a poll's :class:`~collsim.ir.expr.Loaded` target names)."""
+        return int(op.into_offset) + j * layout.line_bytes + layout.word_offset(w)
 
     def write_line(self, instr: VerifyInstr, op: Any, dst: Any, j: int, site: _Site, src: Any, flag: Any,
                    kind: str) -> None:
@@ -558,8 +609,8 @@ class _ElementLowering(OpVisitor):
         assumptions that join writes of ``kind``."""
         buf = self.buffers[dst.buffer]
         layout = buf.layout
-        if op.op not in (RmwOp.ADD, RmwOp.EXCH):
-            raise UnsupportedError(f"atomic {op.op.value} is not modelled (add and exch are)")
+        if op.op not in (RmwOp.ADD, RmwOp.EXCH, RmwOp.CAS):
+            raise UnsupportedError(f"atomic {op.op.value} is not modelled (add, exch and cas are)")
         data = {w: k for w, k in self.data_words(buf)}
         flagged = getattr(op, "flag", None)
         by_word: dict[int, VerifyEvent] = {}
@@ -577,7 +628,10 @@ class _ElementLowering(OpVisitor):
             else:
                 operand = Lin.const(int(op.operand))  # type: ignore[arg-type]
             ev = self.mem_event(instr, EventKind.RMW, op, dst, j, w, site.env, rmw_op=op.op.value)
-            ev.value = (Lin.atom(("rd", ev.id)) + operand) if op.op is RmwOp.ADD else operand
+            if op.op is RmwOp.CAS:  # the encoding derives the value and whether it writes (rmw_result)
+                ev.operand, ev.compare = operand, Lin.const(int(op.compare))
+            else:
+                ev.value = (Lin.atom(("rd", ev.id)) + operand) if op.op is RmwOp.ADD else operand
             ev.deps = ev.deps | frozenset(operand.reads())
             ev.returns_value = returns_value
             into = getattr(op, "into", None)
@@ -585,6 +639,8 @@ class _ElementLowering(OpVisitor):
                 ev.consumer = into
                 offset = op.into_offset + j * layout.data_bytes + data[w] * layout.words[w].nbytes
                 site.regs.setdefault(into, {})[offset] = Lin.atom(("rd", ev.id))
+            elif into is not None and not data:
+                site.regs.setdefault(into, {})[self.counter_offset(op, layout, j, w)] = Lin.atom(("rd", ev.id))
             by_word[w] = ev
         self.groups_for(by_word, layout, "wgroup", kind)
 
@@ -602,7 +658,36 @@ class _ElementLowering(OpVisitor):
         self.read(op, site, None)
 
     def visit_poll_until(self, op: PollUntil, site: _Site) -> None:
-        self.read(op, site, op.until)
+        if op.cas:
+            self.cas_loop(op, site)
+        else:
+            self.read(op, site, op.until)
+
+    def cas_loop(self, op: PollUntil, site: _Site) -> None:
+        """A CAS loop: only its exiting sample is an event (as for a poll), one ``cas`` per modelled word of each
+        line, whose read the predicate inspects; in an execution where it stays stuck its samples fail and
+        write nothing (the encoding's ``rmw_result``), so a failed CAS is a read."""
+        until = op.until
+        waits_for: frozenset[int] = frozenset()
+        if until.loaded:
+            until, waits_for = self.resolve_loaded(until, site)
+        compare = until.value if isinstance(until.value, Lin) else Lin.const(int(until.value))
+        buf = self.buffers[op.src.buffer]
+        layout = buf.layout
+        if layout.data_words:
+            raise UnsupportedError(f"{self.where(site.name)}: a CAS loop compares flag or counter words; "
+                                   f"{buf.name}'s layout {layout.name} has data words")
+        polled = set(layout.poll_words)
+        for j, thread in self.line_items(op.src, op.issuer, site.rank):
+            instr = self.new_instr(thread, InstrKind.POLL, site.name, site.iteration, until)
+            by_word: dict[int, VerifyEvent] = {}
+            for w in self.kept[buf.name]:
+                ev = self.mem_event(instr, EventKind.RMW, op, op.src, j, w, site.env, rmw_op="cas",
+                                    operand=Lin.const(int(op.swap)), compare=compare)
+                ev.polled = w in polled
+                ev.deps = ev.deps | waits_for
+                by_word[w] = ev
+            self.groups_for(by_word, layout, "wgroup", "red")
 
     def visit_fence(self, op: Fence, site: _Site) -> None:
         threads = range(self.T) if op.issuer is Issuer.ALL and not self.on_proxy else (0,)
@@ -693,6 +778,29 @@ class _ElementLowering(OpVisitor):
 
     def visit_loop(self, op: Loop, site: _Site) -> None:
         raise TypeError("the verifier lowers flattened programs: Program.flatten unrolls every Loop")
+
+    def visit_when(self, op: When, site: _Site) -> None:
+        """A branch on a register word: its ops' events get the condition over the read's value as their
+        ``guard`` (they exist only in executions where it holds) and its reads as control dependencies."""
+        value = site.regs.get(op.register, {}).get(op.offset)
+        if value is None:
+            raise UnsupportedError(f"{self.where(site.name)} branches on register {op.register!r} byte {op.offset}, "
+                                   f"which no earlier operation of rank {site.rank} filled in the verifier's instance")
+        if value.inputs():
+            raise UnsupportedError(f"{self.where(site.name)} branches on user data ({op.register!r}): only values of "
+                                   "flag and counter words are modelled as conditions")
+        if self.branch is not None:
+            raise UnsupportedError(f"{self.where(site.name)}: a branch inside a branch is not modelled")
+        sort = z3.IntSort()
+        reads = [coeff * value_const(f"e{key[1]}", sort) for key, coeff in value.terms.items()]
+        term = z3.IntVal(value.c) + z3.Sum(reads) if reads else z3.IntVal(value.c)
+        self.branch = (z3.simplify(op.cond.holds(term)), frozenset(value.reads()))
+        try:
+            for inner in op.body:
+                self.source = op_source(inner) or self.source
+                self.visit(inner, site._replace(name=f"{site.name}/{inner.label}"))
+        finally:
+            self.branch = None
 
     # -- host actions (between launches) ----------------------------------------
     def launch_starts(self, site: _Site) -> None:

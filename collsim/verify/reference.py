@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from collsim.verify.instance import InstrKind, VerifyInstance
+import z3
+
+from collsim.verify.events import read_vars_in, value_const
+from collsim.verify.instance import InstrKind, Lin, VerifyInstance
 
 __all__ = ["RefRun", "reference_run"]
 
@@ -28,6 +31,16 @@ class RefRun:
     def position(self, loc: tuple, write: int | None) -> int:
         order = self.co.get(loc, [None])
         return order.index(write) if write in order else -1
+
+
+def _runs(low: VerifyInstance, ev, values: dict[int, int]) -> bool:
+    """Whether a guarded event runs: its guard (over values this thread read earlier) under those values."""
+    pairs = []
+    for name in read_vars_in(ev.guard):
+        read = low.event(name)
+        pairs.append((value_const(name, z3.IntSort(ev.guard.ctx)),
+                      z3.IntVal(values[read.id], ev.guard.ctx)))
+    return z3.is_true(z3.simplify(z3.substitute(ev.guard, *pairs) if pairs else ev.guard))
 
 
 def reference_run(low: VerifyInstance, max_rounds: int = 100000) -> RefRun:
@@ -63,17 +76,27 @@ def reference_run(low: VerifyInstance, max_rounds: int = 100000) -> RefRun:
                     progressed = True
                 continue
             if instr.kind == InstrKind.POLL:
-                ok = all(instr.predicate.holds(memory[e.loc][0]) for e in instr.events if e.polled)
+                target = instr.predicate.value
+                want = target.evaluate(env) if isinstance(target, Lin) else None  # a loaded wait target
+                ok = all(instr.predicate.holds(memory[e.loc][0], want) for e in instr.events if e.polled)
                 if not ok:
                     continue
             for ev in instr.events:
+                if ev.guard is not None and not _runs(low, ev, values):
+                    continue  # an op of a branch not taken
                 if ev.is_read:
                     value, source = memory[ev.loc]
                     rf[ev.id] = source
                     values[ev.id] = value
                     env[("rd", ev.id)] = value
             for ev in instr.events:
-                if ev.is_write:
+                if ev.guard is not None and not _runs(low, ev, values):
+                    continue
+                if ev.is_write and ev.rmw_op == "cas":  # a failed CAS writes nothing
+                    if env[("rd", ev.id)] == ev.compare.evaluate(env):
+                        memory[ev.loc] = (ev.operand.evaluate(env), ev.id)
+                        co[ev.loc].append(ev.id)
+                elif ev.is_write:
                     memory[ev.loc] = (ev.value.evaluate(env), ev.id)
                     co[ev.loc].append(ev.id)
             pcs[t] += 1

@@ -210,7 +210,11 @@ class _Builder:
                     v = _num(self.m, self.ex.rval(e))
                     src = self.source(e)
                     text = f"word {e.word} = {self.value_text(e, v)}   [from {_writer_text(src, low)}]"
-                    if e.kind == EventKind.RMW:
+                    if e.kind == EventKind.RMW and e.value is None and not _true(self.m, self.ex.wr(e)):
+                        text += "; the cas fails: writes nothing"
+                    elif e.kind == EventKind.RMW and e.value is None:  # a cas: its value is the encoding's
+                        text += f"; writes {self.value_text(e, _num(self.m, self.ex.wval(e, e.loc)))}"
+                    elif e.kind == EventKind.RMW:
                         text += f"; writes {self.value_text(e, _num(self.m, self.ex.lin(e.value)))}"
                     values.append(text)
         elif first is not None and first.kind == EventKind.FENCE:
@@ -433,7 +437,7 @@ def _needed_write(b: _Builder, instr: VerifyInstr, e: VerifyEvent,
     needed = None
     if ref is not None and ref.rf.get(e.id) is not None:
         needed = low.events[ref.rf[e.id]]
-    else:
+    elif isinstance(instr.predicate.value, int):  # (a loaded wait target has no value without the run)
         for w in low.writes_at(e.loc):
             value = w.value.c if w.value is not None and w.value.is_const else None
             if value is not None and bool(instr.predicate.holds(value)):

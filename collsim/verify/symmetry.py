@@ -80,6 +80,8 @@ def rank_rotation(low: VerifyInstance, ref: RefRun | None = None) -> dict[int, i
             return None
         if {ev_map[d] for d in x.deps} != set(y.deps):
             return None
+        if x.guard is not None or y.guard is not None:
+            return None  # a branch's condition is a term over reads: not compared here, so not folded
         if not _same_lin(x.value, y.value, ev_map, in_map, rot_rank) or \
                 not _same_lin(x.operand, y.operand, ev_map, in_map, rot_rank):
             return None

@@ -312,6 +312,8 @@ class Encoding:
         instr = self.program.instrs[r.poll]
         if w is None and r.loc in self.arbitrary_terms:
             return True  # any pattern: it may satisfy the poll
+        if isinstance(instr.predicate.value, Lin):
+            return True  # the wait target is a loaded value: no write is excluded statically
         value = self.program.init_value(r.loc) if w is None else (
             w.value.c if isinstance(w.value, Lin) and w.value.is_const
             else w.value if isinstance(w.value, int) and w.kind is EventKind.WRITE else None)
@@ -562,7 +564,9 @@ class Encoding:
             if instr.kind != InstrKind.POLL:
                 continue
             polled = [e for e in instr.events if e.polled]
-            ok = z3.And([instr.predicate.holds(self.rval(e)) for e in polled], self.ctx)
+            # a loaded wait target (collsim.ir.expr.Loaded) is the read's value term; None: the bound constant
+            want = self.term(instr.predicate.value) if isinstance(instr.predicate.value, Lin) else None
+            ok = z3.And([instr.predicate.holds(self.rval(e), want) for e in polled], self.ctx)
             if not self.live:
                 self.cons.append(ok)
                 continue

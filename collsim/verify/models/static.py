@@ -183,8 +183,8 @@ class _Analysis:
         out = []
         program = self.program
         for instr in program.instrs:
-            if instr.kind is not InstrKind.POLL or instr.predicate is None:
-                continue
+            if instr.kind is not InstrKind.POLL or instr.predicate is None or isinstance(instr.predicate.value, Lin):
+                continue  # (a loaded wait target is no constant: nothing is forced)
             for r in instr.events:
                 if not r.polled:
                     continue
