@@ -12,7 +12,7 @@ import z3
 
 from collsim.algorithms import ALGORITHMS, generate, sync_rounds
 from collsim.errors import ProtocolDefinitionError
-from collsim.ir.ops import DATA_WORD, SENTINEL_WORD, AtLeast, Equals, MultimemRed, NotEqual, PollUntil, Reduce, Ref
+from collsim.ir.ops import DATA_WORD, SENTINEL_WORD, AtLeast, Atomic, Equals, MultimemRed, NotEqual, PollUntil, Reduce, Ref
 from collsim.ir.program import Program, walk
 from collsim.ir.registry import list_mutants, list_protocols, load_protocol
 from collsim.ir.types import Scope, Sem
@@ -22,18 +22,31 @@ EXAMPLES = sorted(str(p) for p in (ROOT / "examples" / "protocols").glob("*.py")
 PROGRAMS = [(name, alg) for name in list_protocols() + EXAMPLES for alg in load_protocol(name).algorithms]
 
 
+#: how a barrier's arrival is labelled: collsim.ir.library.barrier's "<barrier>.arrive", and PyTorch's name for a
+#: signal-pad arrival, "<barrier>.put_signal" (examples/protocols/signal_pad_cas.py)
+ARRIVAL_LABELS = (".arrive", ".put_signal")
+
+
 @pytest.mark.parametrize("name,algorithm", PROGRAMS)
 def test_declared_sync_rounds_are_the_barriers_the_program_runs(name, algorithm):
-    # collsim.ir.library.barrier (and the example's counting barrier) label each arrival "<barrier>.arrive",
-    # one per peer; a multicast barrier's one multimem.red arrives at every peer at once. The analytic model's
+    # a rank's arrivals at one barrier reach its n-1 peers: one op per peer, or a multicast barrier's one
+    # multimem.red that arrives at every peer at once, or one fetch-add on a counter every rank arrives at (the
+    # same rank's word whichever rank arrives; its last arriver releases the others). The analytic model's
     # sync rounds must be that many barriers
     protocol = load_protocol(name)
     nranks = 4
-    env = {"RANK": 0, "NRANKS": nranks, "ITER": 0, "MSG": 4096}
     program = generate(protocol, algorithm)
-    arrivals = sum(nranks - 1 if isinstance(f.op, MultimemRed) else 1
-                   for f in program.flatten(program.cta_env(env, 0)) if f.op.label.endswith(".arrive"))
-    assert arrivals == sync_rounds(protocol, algorithm, nranks) * (nranks - 1)
+
+    def arrivals(rank):
+        env = program.cta_env({"RANK": rank, "NRANKS": nranks, "ITER": 0, "MSG": 4096}, 0)
+        return [f.op for f in program.flatten(env) if f.op.label.endswith(ARRIVAL_LABELS)]
+
+    mine, other = arrivals(0), arrivals(1)
+    assert len(mine) == len(other)
+    count = sum(nranks - 1 if isinstance(op, MultimemRed)
+                or (isinstance(op, Atomic) and op.dst.rank == theirs.dst.rank) else 1
+                for op, theirs in zip(mine, other))
+    assert count == sync_rounds(protocol, algorithm, nranks) * (nranks - 1)
 
 
 def test_the_barrier_protocol_runs_one_barrier_per_exchange_and_a_closing_one():

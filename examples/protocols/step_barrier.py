@@ -58,13 +58,21 @@ class StepBarrier(Barrier):
                              self.params["wait_sem"], Scope.SYS, issuer=Issuer.LEADER, label=f"{label}.wait"))
         b.emit(SyncGroup(label=f"{label}.sync_after"))
 
+    # the barrier's wait target needs the phases per launch, which the inherited hooks do not pass on: each hook
+    # lends it to _barrier for its own duration only, so no state outlives a hook
     def exchange(self, b, ex):
         self._phases = ex.phases_per_iter
-        super().exchange(b, ex)
+        try:
+            super().exchange(b, ex)
+        finally:
+            del self._phases
 
     def epilogue(self, b, launch):
         self._phases = launch.phases_per_iter
-        super().epilogue(b, launch)
+        try:
+            super().epilogue(b, launch)
+        finally:
+            del self._phases
         saved = self.epoch(2 * (ITER + 1) * launch.phases_per_iter - 1)
         b.emit(Store(Ref("steps", RANK), None, self.params["step_sem"], Scope.SYS, flag=saved,
                      issuer=Issuer.LEADER, label="save_step"))
