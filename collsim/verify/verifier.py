@@ -49,9 +49,10 @@ from collsim.verify.properties import (
     torn,
 )
 from collsim.verify.report import Counterexample, build_counterexample
+from collsim.verify.terms import Lin
 from collsim.verify.instance import long_integer_text
 from collsim.verify.solver import raise_if_interrupted
-from collsim.verify.symmetry import anchored_at_rank0, rank_rotation
+from collsim.verify.symmetry import anchored, rank_rotation, word_rotation
 
 __all__ = [
     "Bound",
@@ -370,6 +371,7 @@ class _Checker:
         self.solver = z3.SolverFor("QF_LIA", ctx=ctx)
         self._added = 0
         self.rotation = rank_rotation(low, self.ref) if self.ref.completed else None
+        self.word_rotation = word_rotation(low, self.ref) if self.ref.completed else None
         self._queries: dict[str, Query | None] = {}
         self._vacuous: dict[frozenset[str], str | None] = {}
         self._witness: dict[frozenset[str], str] = {}
@@ -461,14 +463,19 @@ class _Checker:
             if self._unmodelled:
                 q.note = (f"{len(low.expected_outputs) - len(self._unmodelled)} of {len(low.expected_outputs)} "
                           f"output elements modelled (shrunk lanes)")
-            anchor = lambda d: [d["output"][0]]  # noqa: E731
+            # with the word rotation, an output is anchored at the reads its value is made of (the rotation
+            # takes an output and its reads together to another output and its reads)
+            anchor = lambda d: ([low.events[i] for i in sorted(d["value"].reads())]  # noqa: E731
+                                if self.word_rotation is not None and isinstance(d.get("value"), Lin) else []
+                                ) or [d["output"][0]]
         else:
             q = sentinel_collision(enc, with_domain)
             if with_domain and (low.forbidden_word is not None or low.word_encoding is not None):
                 q.note = "under the protocol's data-domain restriction"
             anchor = lambda d: [d["write"]]  # noqa: E731
-        if self.rotation is not None:
-            kept = anchored_at_rank0(q.witnesses, anchor)
+        ranks, words = self.rotation is not None, self.word_rotation is not None
+        if ranks or words:
+            kept = anchored(low, q.witnesses, anchor, ranks, words)
             q.witnesses = kept
             q.formula = q.restrict(enc, kept)
         return q
