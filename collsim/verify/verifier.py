@@ -36,6 +36,7 @@ from collsim.verify.instance import Bounds, InstrKind, VerifyInstance
 from collsim.verify.lower import data_path, lower_instance
 from collsim.verify.reference import reference_run
 from collsim.verify.models import encode
+from collsim.verify.models.ptx import constant_increment
 from collsim.verify.properties import (
     PROPERTIES,
     PROPERTY_TITLES,
@@ -70,6 +71,9 @@ __all__ = [
     "estimate",
     "LONG_UNKNOWNS",
     "SLOW_UNKNOWNS",
+    "LONG_COUNTED",
+    "SLOW_COUNTED",
+    "counted_increments",
 ]
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -558,14 +562,18 @@ class ProblemSize:
     writes: int
     rf_choices: int
     co_pairs: int
+    #: over every poll of a counter (a location only RMWs adding constants write), the increments at it: how
+    #: many arrivals a proof must place before or after each wait (:func:`counted_increments`)
+    counted: int = 0
 
     @property
     def unknowns(self) -> int:
         return self.rf_choices + self.co_pairs
 
     def __str__(self) -> str:
-        return (f"{self.events} events, about {self.unknowns} unknowns ({self.rf_choices} reads-from choices, "
+        text = (f"{self.events} events, about {self.unknowns} unknowns ({self.rf_choices} reads-from choices, "
                 f"{self.co_pairs} coherence pairs)")
+        return text + (f", {self.counted} counted increments" if self.counted else "")
 
 
 #: Above this many unknowns a verification usually runs for more than a few seconds: the CLI shows the size.
@@ -574,6 +582,31 @@ LONG_UNKNOWNS = 5_000
 #: (the ring programs at 8 ranks x 3 launches, 44k-58k unknowns: simple ended unverified after 150 s of CPU,
 #: ll128 had not finished after more than 100 s); the CLI warns.
 SLOW_UNKNOWNS = 40_000
+
+
+#: Above this many counted increments (:func:`counted_increments`) a verification took minutes or did not finish:
+#: nvls at 3x3 (81) took 28 s of CPU, at 4x3 (144) no query finished within 30 s; atomic-counter at 4x3 (80)
+#: took 11 s, at 8x3 (320) did not finish in 145 s. The CLI warns; with more than LONG_COUNTED it shows progress.
+SLOW_COUNTED = 100
+LONG_COUNTED = 60
+
+
+def counted_increments(low: VerifyInstance) -> int:
+    """Over every poll of a counter, the number of increments at the polled location (cheap: no encoding).
+
+    A counter is a location written only by RMWs that add a constant (an arrival counter, a multicast
+    barrier's copy). A poll ``counter >= K`` on one is satisfied by *some* K of its increments, so a proof
+    that it waits long enough has to show which arrivals precede it and which cannot (later launches' ones),
+    a counting argument over every increment at the location; this measures that work, and it predicts the
+    hard queries the reads-from count does not (nvls at 4x3: 1 972 unknowns, queries of minutes).
+    """
+    counters: dict[Any, int] = {}
+    for loc in low.locs:
+        ws = low.writes_at(loc)
+        if ws and all(constant_increment(w) is not None for w in ws):
+            counters[loc] = len(ws)
+    return sum(counters.get(e.loc, 0) for i in low.instrs if i.kind is InstrKind.POLL for e in i.events
+               if e.polled)
 
 
 def problem_size(low: VerifyInstance) -> ProblemSize:
@@ -585,7 +618,7 @@ def problem_size(low: VerifyInstance) -> ProblemSize:
     for loc in low.locs:
         ws = low.writes_at(loc)
         co += sum(1 for i, a in enumerate(ws) for b in ws[i + 1:] if a.thread != b.thread)
-    return ProblemSize(len(low.events), len(reads), len(writes), rf, co)
+    return ProblemSize(len(low.events), len(reads), len(writes), rf, co, counted_increments(low))
 
 
 def estimate(protocol: str | Protocol, algorithm: str | None = None, **kwargs: Any) -> ProblemSize:

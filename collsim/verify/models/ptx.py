@@ -55,7 +55,7 @@ from collsim.verify.events import Event, EventKind
 from collsim.verify.models.encoding import Encoding
 from collsim.verify.terms import Lin
 
-__all__ = ["PTXEncoding"]
+__all__ = ["PTXEncoding", "constant_increment"]
 
 _RELEASE = ("release", "acq_rel", "sc")
 _ACQUIRE = ("acquire", "acq_rel", "sc")
@@ -151,7 +151,7 @@ class PTXEncoding(Encoding):
             ws = self.program.writes_at(loc)
             if not ws or any(w.id not in self.co_pos for w in ws):
                 continue
-            incs = {w.id: _increment(w) for w in ws}
+            incs = {w.id: constant_increment(w) for w in ws}
             if any(c is None for c in incs.values()) or not isinstance(self.program.init_value(loc), int):
                 continue
             if not all(self.ms(a, b) for i, a in enumerate(ws) for b in ws[i + 1:]):
@@ -394,7 +394,7 @@ def _ordered_across(a: Event, b: Event) -> bool:
     return a.thread != b.thread or a.virtual_loc != b.virtual_loc
 
 
-def _increment(w: Event) -> int | None:
+def constant_increment(w: Event) -> int | None:
     """The constant an RMW adds to the value it reads (``None``: not such an RMW)."""
     if w.kind is not EventKind.RMW or w.writes_if is not None or w.guard is not None:
         return None
