@@ -183,6 +183,7 @@ class PTXEncoding(Encoding):
         definition is encoded as it reads, with implications.
         """
         self._obs: dict[tuple[int, int], Any] = {}
+        self._chain_obs: dict[tuple[int, int], Any] = {}
         self._chains: dict[Any, tuple[dict[int, Any], dict[int, Any], dict[int, Any], dict[int, Any]]] = {}
         for loc, events in self.program.locs.items():
             rmws = [e for e in events if e.kind is EventKind.RMW]
@@ -252,8 +253,14 @@ class PTXEncoding(Encoding):
             return self._obs[(w.id, r.id)]
         chains = self._chains.get(r.loc)
         if chains is not None and w.loc == r.loc and w.is_write:
-            chain, step, seen_chain, seen_step = chains
-            return z3.And(self.exe(r), seen_chain[r.id] == chain[w.id], step[w.id] <= seen_step[r.id])
+            # built once per pair (the same term z3 would hash-cons anyway; building it is what costs)
+            key = (w.id, r.id)
+            cached = self._chain_obs.get(key)
+            if cached is None:
+                chain, step, seen_chain, seen_step = chains
+                cached = z3.And(self.exe(r), seen_chain[r.id] == chain[w.id], step[w.id] <= seen_step[r.id])
+                self._chain_obs[key] = cached
+            return cached
         if not self.ms(w, r):
             return self.false()
         return self.rf_lit(w, r)
@@ -347,8 +354,11 @@ class PTXEncoding(Encoding):
         else:
             terms = [self.hb(a, b)]
             if a.is_write:
-                readers = [z for z in self.program.reads_at(a.loc) if z.id != a.id and z.virtual_loc == a.virtual_loc]
-                terms += self.causality.observed_then(a, b, readers)
+                readers_of = self.__dict__.setdefault("_readers", {})
+                if a.id not in readers_of:
+                    readers_of[a.id] = [z for z in self.program.reads_at(a.loc)
+                                        if z.id != a.id and z.virtual_loc == a.virtual_loc]
+                terms += self.causality.observed_then(a, b, readers_of[a.id])
         terms = [t for t in terms if not z3.is_false(t)]
         cache[key] = z3.Or(terms, self.ctx) if terms else self.false()
         return cache[key]
