@@ -44,3 +44,18 @@ def test_a_bound_that_will_not_finish_is_warned_about_before_solving(collsim_cli
 def test_the_default_bound_and_small_bounds_say_nothing(collsim_cli):
     assert collsim_cli("verify", "ll", "--no-cache")[2] == ""
     assert collsim_cli("verify", "ll", "--ranks", "2", "--iterations", "1", "--no-cache")[2] == ""
+
+
+def test_counted_increments_predict_the_hard_counter_queries(collsim_cli, monkeypatch):
+    # one multicast barrier per launch: each rank's copy gets every rank's increment of every launch, and each
+    # rank polls its copy once per launch: 4 x 3 polls, each over 4 x 3 increments
+    assert estimate("nvls", ranks=4, iterations=3).counted == 144
+    assert estimate("nvls", ranks=2, iterations=3).counted == 36
+    assert estimate("ll", ranks=4, iterations=3).counted == 0  # flags, not counters
+    assert "counted increments" in str(estimate("nvls", ranks=2, iterations=1))
+    assert "counted" not in str(estimate("ll", ranks=2, iterations=1))
+    monkeypatch.setattr(verifier, "SLOW_COUNTED", 3)
+    code, out, err = collsim_cli("verify", "nvls", "--ranks", "2", "--iterations", "1", "--no-cache")
+    assert code == 0
+    first = err.splitlines()[0]
+    assert first.startswith("collsim: warning: ") and "counters" in first and "increments" in first

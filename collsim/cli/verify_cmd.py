@@ -145,7 +145,8 @@ def _warn_if_large(protocol: str, algorithm: str | None, options: dict[str, Any]
     """Warn before a verification whose problem no measured run of its size finished within minutes, from the
     size of its lowered instance (:func:`collsim.verify.verifier.estimate`: no solving); return whether it is
     a long run (its progress then goes to stderr line by line when stderr is not a terminal)."""
-    from collsim.verify.verifier import LONG_UNKNOWNS, SLOW_UNKNOWNS, estimate  # lazy: start-up
+    from collsim.verify.verifier import (LONG_COUNTED, LONG_UNKNOWNS, SLOW_COUNTED, SLOW_UNKNOWNS,  # lazy: start-up
+                                         estimate)
 
     if all(options.get(k) is None for k in ("ranks", "iterations", "lines", "threads", "ctas")):
         return False  # the default bound: seconds
@@ -153,7 +154,11 @@ def _warn_if_large(protocol: str, algorithm: str | None, options: dict[str, Any]
     if size.unknowns > SLOW_UNKNOWNS:
         warn(f"{size}: instances of this size took from minutes to more than an hour of CPU (docs/PERFORMANCE.md); "
              "a protocol's bugs show at small bounds; --timeout limits each property")
-    return size.unknowns > LONG_UNKNOWNS
+    elif size.counted > SLOW_COUNTED:
+        warn(f"{size}: its polls wait on counters, and proving which of {size.counted} increments precede each "
+             "wait took minutes or did not finish at this count (docs/PERFORMANCE.md); a protocol's bugs show at "
+             "small bounds; --timeout limits each property")
+    return size.unknowns > LONG_UNKNOWNS or size.counted > LONG_COUNTED
 
 
 def _print_summary(summary) -> None:

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, Hashable
 
-from collsim.verify.events import Event
+import z3
+
+from collsim.verify.events import Event, read_vars_in
 from collsim.verify.instance import VerifyInstance
 from collsim.verify.reference import RefRun
 from collsim.verify.terms import Lin
 
-__all__ = ["rank_rotation", "anchored_at_rank0"]
+__all__ = ["rank_rotation", "word_rotation", "anchored_at_rank0", "anchored"]
 
 #: fields a renamed event must share with its image (slot, region and line name where an event is, which the
 #: location map checks: a region indexed by the sender's rank moves with the rotation)
@@ -60,55 +62,56 @@ def rank_rotation(low: VerifyInstance, ref: RefRun | None = None) -> dict[int, i
             instr_map[a.id] = b.id
             for x, y in zip(a.events, b.events):
                 ev_map[x.id] = y.id
-    events = low.events
-    loc_map: dict[Hashable, Hashable] = {}
-    # input elements map by what the events say (a chunked algorithm's rank r + 1 sends chunk c + 1 where
-    # rank r sends chunk c): consistent and one-to-one, from rank r to rank r + 1 of the same launch
-    in_map: dict[tuple, tuple] = {}
-    for x in events:
-        y = events[ev_map[x.id]]
-        if any(getattr(x, f) != getattr(y, f) for f in _SAME_FIELDS):
-            return None
-        if x.rank != y.rank - 1 and not (x.rank == n - 1 and y.rank == 0):
-            return None
-        if (x.loc is None) != (y.loc is None):
-            return None
-        if x.loc is not None:
-            if loc_map.setdefault(x.loc, y.loc) != y.loc:
+    return ev_map if _maps_onto_itself(low, ref, ev_map, instr_map, rot_rank) else None
+
+
+def word_rotation(low: VerifyInstance, ref: RefRun | None = None) -> dict[int, int] | None:
+    """The event map of rotating the words of every access, if it maps the instance (and ``ref``) onto itself.
+
+    Within each instruction the memory events are grouped by buffer word (:attr:`Event.word`); the sorted
+    words ``w0 < w1 < ... < wk`` rotate ``w0 -> w1 -> ... -> wk -> w0`` (an instruction with one word stays
+    put), and nothing else moves: same thread, same instruction, same rank. Where the lanes of a line are
+    handled alike (the same vector access on each, values of the corresponding input elements, the same
+    groups and reference orders) that map is an automorphism exactly as a rank rotation is
+    (:func:`rank_rotation`), and it is checked the same way; it preserves every event's rank, and the rank
+    rotation preserves every event's word, so together they take any event to one at rank 0 holding the
+    first word of its instruction (:func:`anchored`).
+    """
+    ev_map: dict[int, int] = {}
+    instr_map: dict[int, int] = {}
+    moved = False
+    for instr in low.instrs:
+        instr_map[instr.id] = instr.id
+        by_word: dict[int, list[Event]] = {}
+        for e in instr.events:
+            if e.is_mem:
+                by_word.setdefault(e.word, []).append(e)
+            else:
+                ev_map[e.id] = e.id
+        words = sorted(by_word)
+        for k, w in enumerate(words):
+            image = by_word[words[(k + 1) % len(words)]]
+            if len(image) != len(by_word[w]):
                 return None
-        if x.bar is not None and (y.bar != (rot_rank(x.bar[0]), *x.bar[1:]) if isinstance(x.bar, tuple) else True):
-            return None
-        if {ev_map[d] for d in x.deps} != set(y.deps):
-            return None
-        if x.guard is not None or y.guard is not None:
-            return None  # a branch's condition is a term over reads: not compared here, so not folded
-        if not _same_lin(x.value, y.value, ev_map, in_map, rot_rank) or \
-                not _same_lin(x.operand, y.operand, ev_map, in_map, rot_rank):
-            return None
-    if len(set(loc_map.values())) != len(loc_map) or len(set(in_map.values())) != len(in_map):
+            for x, y in zip(by_word[w], image):
+                ev_map[x.id] = y.id
+                moved = moved or x.id != y.id
+    if not moved:
         return None
-    if any(low.init[loc] != low.init[image] for loc, image in loc_map.items()):
-        return None
-    arbitrary = getattr(low, "arbitrary_init", {})
-    if any(arbitrary.get(loc) != arbitrary.get(image) for loc, image in loc_map.items()):
-        return None
-    if not _same_outputs(low.outputs, ev_map, in_map, rot_rank) or \
-            not _same_outputs(low.expected_outputs, ev_map, in_map, rot_rank):
-        return None
-    groups = {(g.kind, frozenset(m.id for m in g.members), g.when) for g in low.groups}
-    for g in low.groups:
-        if (g.kind, frozenset(ev_map[m.id] for m in g.members), g.when) not in groups:
-            return None
-    if ref is not None:
-        if not ref.completed:
-            return None
-        for r, w in ref.rf.items():
-            if ref.rf.get(ev_map[r], "missing") != (None if w is None else ev_map[w]):
-                return None
-        for loc, order in ref.co.items():
-            if ref.co.get(loc_map.get(loc, loc)) != [None if w is None else ev_map[w] for w in order]:
-                return None
-    return ev_map
+    fields = tuple(f for f in _SAME_FIELDS if f != "word")
+    return ev_map if _maps_onto_itself(low, ref, ev_map, instr_map, lambda r: r, fields) else None
+
+
+def _same_term(low: VerifyInstance, a: Any, b: Any, ev_map: dict[int, int]) -> bool:
+    """Whether z3 term ``b`` (a guard, a ``cas`` condition) is ``a`` with every read value renamed by ``ev_map``."""
+    if a is None or b is None or isinstance(a, bool) or isinstance(b, bool):
+        return a is b or (isinstance(a, bool) and a == b)
+    try:
+        pairs = [(low.value_var(n), low.value_var(low.events[ev_map[low.event(n).id]].name))
+                 for n in read_vars_in(a)]
+    except (KeyError, ValueError, LookupError):  # a name that is no event of the program: not renamed, not equal
+        return False
+    return z3.substitute(a, *pairs).eq(b) if pairs else a.eq(b)
 
 
 def _same_lin(a: Any, b: Any, ev_map: dict[int, int], in_map: dict[tuple, tuple],
@@ -164,3 +167,94 @@ def anchored_at_rank0(witnesses: list[tuple[Any, dict]], anchor: Callable[[dict]
         return a if isinstance(a, int) else a.rank
 
     return [(lit, d) for lit, d in witnesses if any(rank(a) == 0 for a in anchor(d))]
+
+
+def _maps_onto_itself(low: VerifyInstance, ref: RefRun | None, ev_map: dict[int, int], instr_map: dict[int, int],
+                      rot_rank: Callable[[int], int], same_fields: tuple[str, ...] = _SAME_FIELDS) -> bool:
+    """Whether the renaming ``ev_map`` of events (``instr_map`` of instructions, ``rot_rank`` of ranks) maps the
+    instance onto itself: every event onto one like it (fields, dependencies, values renamed), locations and
+    virtual addresses one to one with equal initial values, input elements one to one, outputs, atomic groups,
+    control dependencies, and the reference run's reads-from and coherence orders."""
+    events = low.events
+    loc_map: dict[Hashable, Hashable] = {}
+    vloc_map: dict[Hashable, Hashable] = {}
+    # input elements map by what the events say (a chunked algorithm's rank r + 1 sends chunk c + 1 where
+    # rank r sends chunk c): consistent and one-to-one, from rank r to rank r + 1 of the same launch
+    in_map: dict[tuple, tuple] = {}
+    for x in events:
+        y = events[ev_map[x.id]]
+        if any(getattr(x, f) != getattr(y, f) for f in same_fields):
+            return False
+        if y.rank != rot_rank(x.rank):
+            return False
+        if (x.loc is None) != (y.loc is None) or (x.vloc is None) != (y.vloc is None):
+            return False
+        if x.loc is not None:
+            if loc_map.setdefault(x.loc, y.loc) != y.loc:
+                return False
+        if x.vloc is not None and vloc_map.setdefault(x.vloc, y.vloc) != y.vloc:
+            return False
+        if x.bar is not None and (y.bar != (rot_rank(x.bar[0]), *x.bar[1:]) if isinstance(x.bar, tuple) else True):
+            return False  # a barrier is (rank, k), or (rank, CTA, k) with several CTAs per rank
+        if (x.span is None) != (y.span is None) or (x.span is not None and x.span[1:] != y.span[1:]):
+            return False  # a mixed-size access: the same bytes of its image's word
+
+        if {ev_map[d] for d in x.deps} != set(y.deps):
+            return False
+        if not all(_same_lin(getattr(x, f), getattr(y, f), ev_map, in_map, rot_rank)
+                   for f in ("value", "operand", "compare", "bar_id", "bar_quorum")):
+            return False
+        if not (_same_term(low, x.guard, y.guard, ev_map) and _same_term(low, x.writes_if, y.writes_if, ev_map)):
+            return False
+    if any(len(set(m.values())) != len(m) for m in (loc_map, vloc_map, in_map)):
+        return False
+    for instr in low.instrs:
+        if {ev_map[c] for c in instr.ctrl} != set(low.instrs[instr_map[instr.id]].ctrl):
+            return False
+    if any(low.init[loc] != low.init[image] for loc, image in loc_map.items()):
+        return False
+    arbitrary = getattr(low, "arbitrary_init", {})  # words that start as any pattern of their width
+    if any(arbitrary.get(loc) != arbitrary.get(image) for loc, image in loc_map.items()):
+        return False
+    if not _same_outputs(low.outputs, ev_map, in_map, rot_rank) or \
+            not _same_outputs(low.expected_outputs, ev_map, in_map, rot_rank):
+        return False
+    groups = {(g.kind, frozenset(m.id for m in g.members), g.when) for g in low.groups}
+    for g in low.groups:
+        if (g.kind, frozenset(ev_map[m.id] for m in g.members), g.when) not in groups:
+            return False
+    if ref is not None:
+        if not ref.completed:
+            return False
+        for r, w in ref.rf.items():
+            if ref.rf.get(ev_map[r], "missing") != (None if w is None else ev_map[w]):
+                return False
+        for loc, order in ref.co.items():
+            if ref.co.get(loc_map.get(loc, loc)) != [None if w is None else ev_map[w] for w in order]:
+                return False
+    return True
+
+
+def first_word(low: VerifyInstance, e: Event) -> bool:
+    """Whether memory event ``e`` holds the smallest buffer word among its instruction's memory events."""
+    instr = low.threads[e.thread][e.instr]
+    return e.word == min(x.word for x in instr.events if x.is_mem)
+
+
+def anchored(low: VerifyInstance, witnesses: list[tuple[Any, dict]], anchor: Callable[[dict], list[Event | int]],
+             ranks: bool, words: bool) -> list[tuple[Any, dict]]:
+    """The witnesses with an anchor that is a representative of its orbit: at rank 0 where ``ranks`` (a rank
+    rotation is an automorphism), and, where ``words`` (a word rotation is one too), an event holding the first
+    word of its instruction. An anchor that is a rank has no word: it is kept at rank 0 (or always), whatever
+    ``words`` says (keeping more witnesses than one per orbit is always sound).
+
+    Sound because the rotations map violations to violations: a witness anchored at event ``a`` of rank ``r``
+    is moved by the rank rotation ``-r`` times to one anchored at rank 0 (the word of ``a`` kept), then by the
+    word rotation to the first word of ``a``'s instruction (the rank kept).
+    """
+    def keep(a: Event | int) -> bool:
+        if isinstance(a, int):
+            return not ranks or a == 0
+        return (not ranks or a.rank == 0) and (not words or not a.is_mem or first_word(low, a))
+
+    return [(lit, d) for lit, d in witnesses if any(keep(a) for a in anchor(d))]

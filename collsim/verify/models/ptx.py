@@ -53,8 +53,9 @@ import z3
 
 from collsim.verify.events import Event, EventKind
 from collsim.verify.models.encoding import Encoding
+from collsim.verify.terms import Lin
 
-__all__ = ["PTXEncoding"]
+__all__ = ["PTXEncoding", "constant_increment"]
 
 _RELEASE = ("release", "acq_rel", "sc")
 _ACQUIRE = ("acquire", "acq_rel", "sc")
@@ -130,6 +131,40 @@ class PTXEncoding(Encoding):
                 f = self.fr(z, other)
                 if not z3.is_false(f):
                     self.cons.append(z3.Not(z3.And(self.wr(other), f, self.co_lit(other, z))))
+        self._counter_sums()
+
+    def _counter_sums(self) -> None:
+        """Implied: at a counter, a read returns the initial value plus the increments coherence-before its source.
+
+        A counter is a location (integer values) written only by RMWs that add a constant to what they read,
+        pairwise morally strong, with coherence positions (``co_pos``). In every model of the constraints
+        above, the executed RMWs of such a location form one chain: each reads, by Atomicity, from its
+        immediate executed coherence predecessor (the first from the initial value), so the k-th writes
+        ``init + c_1 + ... + c_k``; and a read returns what its source wrote. So an executed read returns
+        ``init`` plus the constants of the executed RMWs at or before its source's position, which is what is
+        stated here. Nothing is excluded (every model satisfies it); it hands the solver the count of
+        arrivals a poll ``counter >= K`` implies as one linear constraint, instead of a chain of reads-from
+        choices to search through (the counter barriers of the atomic and multicast protocols).
+        """
+        if self.program.value_bits is not None:
+            return  # modular values: the sum wraps
+        for loc, events in self.program.locs.items():
+            ws = self.program.writes_at(loc)
+            if not ws or any(w.id not in self.co_pos for w in ws):
+                continue
+            incs = {w.id: constant_increment(w) for w in ws}
+            if any(c is None for c in incs.values()) or not isinstance(self.program.init_value(loc), int):
+                continue
+            if not all(self.ms(a, b) for i, a in enumerate(ws) for b in ws[i + 1:]):
+                continue
+            for r in events:
+                if not r.is_read or not self.cands[r.id]:
+                    continue
+                pos = self._read_pos(r)
+                parts = [z3.If(z3.And(self.wr(a), self.co_pos[a.id] <= pos), self.term(incs[a.id]), self.term(0))
+                         for a in ws if a.id != r.id]
+                total = z3.Sum([self.term(self.program.init_value(loc))] + parts)
+                self.cons.append(z3.Implies(self.exe(r), self.rval(r) == total))
 
     # -- observation and synchronisation -------------------------------------------------------
     def _build_sync(self) -> None:
@@ -149,6 +184,7 @@ class PTXEncoding(Encoding):
         definition is encoded as it reads, with implications.
         """
         self._obs: dict[tuple[int, int], Any] = {}
+        self._chain_obs: dict[tuple[int, int], Any] = {}
         self._chains: dict[Any, tuple[dict[int, Any], dict[int, Any], dict[int, Any], dict[int, Any]]] = {}
         for loc, events in self.program.locs.items():
             rmws = [e for e in events if e.kind is EventKind.RMW]
@@ -218,8 +254,14 @@ class PTXEncoding(Encoding):
             return self._obs[(w.id, r.id)]
         chains = self._chains.get(r.loc)
         if chains is not None and w.loc == r.loc and w.is_write:
-            chain, step, seen_chain, seen_step = chains
-            return z3.And(self.exe(r), seen_chain[r.id] == chain[w.id], step[w.id] <= seen_step[r.id])
+            # built once per pair (the same term z3 would hash-cons anyway; building it is what costs)
+            key = (w.id, r.id)
+            cached = self._chain_obs.get(key)
+            if cached is None:
+                chain, step, seen_chain, seen_step = chains
+                cached = z3.And(self.exe(r), seen_chain[r.id] == chain[w.id], step[w.id] <= seen_step[r.id])
+                self._chain_obs[key] = cached
+            return cached
         if not self.ms(w, r):
             return self.false()
         return self.rf_lit(w, r)
@@ -313,8 +355,11 @@ class PTXEncoding(Encoding):
         else:
             terms = [self.hb(a, b)]
             if a.is_write:
-                readers = [z for z in self.program.reads_at(a.loc) if z.id != a.id and z.virtual_loc == a.virtual_loc]
-                terms += self.causality.observed_then(a, b, readers)
+                readers_of = self.__dict__.setdefault("_readers", {})
+                if a.id not in readers_of:
+                    readers_of[a.id] = [z for z in self.program.reads_at(a.loc)
+                                        if z.id != a.id and z.virtual_loc == a.virtual_loc]
+                terms += self.causality.observed_then(a, b, readers_of[a.id])
         terms = [t for t in terms if not z3.is_false(t)]
         cache[key] = z3.Or(terms, self.ctx) if terms else self.false()
         return cache[key]
@@ -358,6 +403,20 @@ def _ordered_across(a: Event, b: Event) -> bool:
     """Whether the causality axioms must relate ``a`` and ``b`` (program order and SC per location already
     relate accesses of one thread through one virtual address)."""
     return a.thread != b.thread or a.virtual_loc != b.virtual_loc
+
+
+def constant_increment(w: Event) -> int | None:
+    """The constant an RMW adds to the value it reads (``None``: not such an RMW)."""
+    if w.kind is not EventKind.RMW or w.writes_if is not None or w.guard is not None:
+        return None
+    v = w.value
+    if v is None:
+        if w.rmw_op == "add" and isinstance(w.operand, int) and w.compare is None:
+            return w.operand
+        return None
+    if isinstance(v, Lin) and v.terms == {("rd", w.id): 1}:
+        return v.c
+    return None
 
 
 def _ordering(e: Event) -> bool:
