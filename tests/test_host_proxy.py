@@ -133,7 +133,7 @@ def test_a_proxy_body_holds_host_operations_only():
 def test_simulated_proxy_pays_the_host_link_and_the_cpu_copies():
     from collsim.models import simulate
     from collsim.sim.costs import load_costs
-    from collsim.sim.host import HOST_COPY_GBPS, host_link
+    from collsim.sim.host import host_link
     from collsim.topology import load_topology
 
     topo = load_topology("hgx-h100")
@@ -147,9 +147,32 @@ def test_simulated_proxy_pays_the_host_link_and_the_cpu_copies():
     assert small.latency_us > chain
     big = simulate(topo, 2, "one-shot", _fifo(), 1 << 20, model="des")
     # the proxy copies the payload out of the request slot and into the peer's inbox on one core
-    assert big.latency_us - small.latency_us > 2 * (1 << 20) / (HOST_COPY_GBPS * 1e3) * 0.95
+    copy_gbps = load_costs("hopper").nvlink.host_copy_gbps
+    assert big.latency_us - small.latency_us > 2 * (1 << 20) / (copy_gbps * 1e3) * 0.95
     eight = simulate(topo, 8, "one-shot", _fifo(), 1 << 20, model="des")
     assert eight.latency_us > big.latency_us * 3  # one copy per peer
+
+
+def test_host_costs_are_cost_parameters_of_every_generation():
+    from collsim.models import simulate
+    from collsim.sim.costs import GENERATIONS, parameter_table
+    from collsim.topology import load_topology
+
+    for generation in GENERATIONS:
+        table = parameter_table(generation)
+        for name in ("host_poll_period_us", "host_copy_gbps"):
+            assert table[name]["value"] > 0 and table[name]["source"].startswith("assumed")
+    topo = load_topology("hgx-h100")
+    base = simulate(topo, 2, "one-shot", _fifo(), 1 << 20, model="des").latency_us
+    # the proxy copies 1 MiB out of the request slot and 1 MiB into the peer's inbox on one core: twice as fast a
+    # core saves half of those copies
+    faster = simulate(topo, 2, "one-shot", _fifo(), 1 << 20, model="des", costs={"host_copy_gbps": 20.0}).latency_us
+    saved = 2 * (1 << 20) / (10.0 * 1e3) / 2
+    assert base - faster == pytest.approx(saved, rel=0.05)
+    # the proxy's poll of the head samples once per period: a slower sample delays the small message
+    small = simulate(topo, 2, "one-shot", _fifo(), 1024, model="des").latency_us
+    slow = simulate(topo, 2, "one-shot", _fifo(), 1024, model="des", costs={"host_poll_period_us": 2.0}).latency_us
+    assert slow > small + 0.5
 
 
 def test_host_memory_is_never_folded_to_one_rank():
