@@ -58,6 +58,68 @@ def test_proxy_fifo_holds():
     assert r.ok, r.render(counterexamples=False)
 
 
+# -- the host's ordering: the named assumption host-tso, and the re-check without it -----------------------------
+FENCED = EXAMPLES / "proxy_fifo_fenced.py"
+
+
+def test_host_tso_is_a_named_ordering_assumption_that_joins_no_writes():
+    from collsim.ir.assumptions import ASSUMPTIONS, get_assumption
+    from collsim.ir.ops import HOST_ORDERING
+    from collsim.ir.layout import plain_layout
+    from collsim.verify.granules import atomic_groups
+
+    a = get_assumption(HOST_ORDERING)
+    assert a is ASSUMPTIONS["host-tso"] and a.kind == "host-ordering" and not a.is_granule
+    assert not any(a.joins(kind) for kind in ("store", "red", "multimem.st", "multimem.red"))
+    assert atomic_groups(plain_layout(), range(4), [a]) == []  # it makes nothing atomic
+    assert "acquire" in a.statement and "release" in a.statement and "sys scope" in a.statement
+    assert "Intel SDM" in a.source and "AMD APM" in a.source and "Arm" in a.source
+    assert _fifo().assumptions == ("host-tso",)
+    assert type(load_protocol_file(str(FENCED))).assumptions == ()
+
+
+def test_without_host_tso_the_hosts_accesses_are_relaxed_and_ordered_by_its_fences_only():
+    low = lower_instance(_fifo(), "one-shot", Bounds(ranks=2, iterations=2, threads=2), assumptions=())
+    hosts = [t for t, p in enumerate(low.placement) if p.gpu < 0]
+    for t in hosts:
+        events = [e for instr in low.threads[t] for e in instr.events]
+        assert {(e.kind.value, e.sem, e.scope) for e in events} == {("R", "relaxed", "sys"), ("W", "relaxed", "sys")}
+    assert any(n.startswith("host ordering not assumed") for n in low.notes)
+    fenced = lower_instance(load_protocol_file(str(FENCED)), "one-shot", Bounds(ranks=2, iterations=2, threads=2))
+    fences = {(e.sem, e.scope) for t, p in enumerate(fenced.placement) if p.gpu < 0
+              for instr in fenced.threads[t] for e in instr.events if e.kind.value == "F"}
+    assert fences == {("acq_rel", "sys")}
+    # the two orderings are told apart in the cache key
+    assert low.flat_signature != lower_instance(_fifo(), "one-shot", Bounds(ranks=2, iterations=2, threads=2)
+                                                ).flat_signature
+
+
+def test_proxy_fifo_depends_on_host_tso_the_fenced_variant_does_not():
+    r = verify(str(FIFO), ranks=2, use_cache=False)
+    assert r.ok, r.render(counterexamples=False)
+    dep = next(d for d in r.dependencies if d.name == "host-tso")
+    assert dep.kind == "assumption" and {"stale-read", "early-overwrite", "postcondition"} <= set(dep.results)
+    cex = dep.results["stale-read"].counterexample
+    # the proxy's relaxed poll of the head orders nothing after it: its read of the payload may see the old slot
+    assert "proxy thread (proxy_read_request" in cex.reason and "proxy_poll_head" in cex.render()
+    assert any(n.startswith("host ordering not assumed") for n in dep.results["stale-read"].bound.notes)
+    assert "depends on host-tso" in r.render(counterexamples=False)
+    fenced = verify(str(FENCED), ranks=2, use_cache=False)
+    assert fenced.ok and fenced.dependencies == [], fenced.render(counterexamples=False)
+    assert any(n.startswith("host ordering not assumed") for n in fenced.bound.notes)
+
+
+@pytest.mark.parametrize("dropped, caught", [("after_head", "stale-read"), ("before_ack", "early-overwrite"),
+                                             ("before_arrival", "stale-read")])
+def test_each_host_fence_of_the_fenced_variant_is_needed(dropped, caught):
+    from collsim.ir.registry import load_protocol_file as load
+
+    fenced = type(load(str(FENCED)))
+    keep = tuple(f for f in fenced.default_params["host_fences"] if f != dropped)
+    r = verify(fenced(host_fences=keep), ranks=2, properties=[caught], dependencies=False, use_cache=False)
+    assert r.caught or r.properties[caught].violated
+
+
 def test_a_request_published_at_gpu_scope_is_a_stale_read_of_the_payload():
     r = verify(str(EXAMPLES / "proxy_fifo_gpu_scope.py"), ranks=2, properties=["stale-read"], dependencies=False,
                use_cache=False)
@@ -200,6 +262,17 @@ def test_emitted_proxy_is_host_code_with_the_assumed_orders():
     assert "ld.acquire.sys.global.u64" in kernel and "st.release.sys.global.u64" in kernel
 
 
+def test_a_proxy_without_host_tso_is_emitted_with_relaxed_accesses_and_its_fences():
+    from collsim.emit import prepare
+
+    kernel = prepare(str(FENCED), "one-shot", unverified=True, arch="sm_90").files["kernel.cu"]
+    proxy = kernel[kernel.index("bool proxy_round("):]
+    # what the verifier proved it under: relaxed host accesses, the body's three fences between them
+    assert "__ATOMIC_RELAXED" in proxy and "__ATOMIC_ACQUIRE" not in proxy and "__ATOMIC_RELEASE" not in proxy
+    assert [line.split()[-1] for line in proxy.splitlines() if "__atomic_thread_fence" in line] == [
+        "proxy_fence_after_head", "proxy_fence_before_ack", "proxy_fence_before_arrival"]
+
+
 def test_programs_without_host_memory_get_the_plain_harness():
     from collsim.emit import prepare
     from collsim.emit.package import _template
@@ -209,8 +282,9 @@ def test_programs_without_host_memory_get_the_plain_harness():
 
 
 @pytest.mark.cuda
-def test_emitted_proxy_program_builds_with_werror_and_its_ptx_checks(tmp_path):
+@pytest.mark.parametrize("path", [FIFO, FENCED], ids=["host-tso", "fenced"])
+def test_emitted_proxy_program_builds_with_werror_and_its_ptx_checks(tmp_path, path):
     from collsim.emit import prepare
     from cuda_build import build_and_check
 
-    build_and_check(prepare(str(FIFO), "one-shot", unverified=True, arch="sm_90"), tmp_path, ("kernel.cu", "main.cu"))
+    build_and_check(prepare(str(path), "one-shot", unverified=True, arch="sm_90"), tmp_path, ("kernel.cu", "main.cu"))
