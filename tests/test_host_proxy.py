@@ -89,6 +89,10 @@ def test_without_host_tso_the_hosts_accesses_are_relaxed_and_ordered_by_its_fenc
     fences = {(e.sem, e.scope) for t, p in enumerate(fenced.placement) if p.gpu < 0
               for instr in fenced.threads[t] for e in instr.events if e.kind.value == "F"}
     assert fences == {("acq_rel", "sys")}
+    # assumed where nothing runs on the host, it is said to order nothing
+    from collsim.ir.registry import load_protocol
+    plain = lower_instance(load_protocol("simple"), "one-shot", Bounds(ranks=2), assumptions=("host-tso",))
+    assert any("no proxy thread: it orders nothing" in n for n in plain.notes)
     # the two orderings are told apart in the cache key
     assert low.flat_signature != lower_instance(_fifo(), "one-shot", Bounds(ranks=2, iterations=2, threads=2)
                                                 ).flat_signature

@@ -370,6 +370,8 @@ class _ElementLowering(OpVisitor):
             self.notes.append(host_ordering_note(self.host_tso))
             # the cache key tells the two host orderings apart (inert for a program without a proxy thread)
             self.signature.append(f"host-ordering:{'tso' if self.host_tso else 'relaxed'}")
+        elif self.host_tso:
+            self.notes.append(f"{HOST_ORDERING} is assumed, but the program has no proxy thread: it orders nothing")
         for buf in self.program.buffers:
             words, note = kept_words(buf.layout, bounds.max_lanes)
             self.kept[buf.name] = words
