@@ -15,9 +15,9 @@ acquire and every store a release: loads ``__ATOMIC_ACQUIRE``, stores
 neither the compiler nor the CPU reorders what the proof relied on. One
 that does not was proved with relaxed host accesses ordered by its fences:
 loads and stores ``__ATOMIC_RELAXED``, and only its fences order them. A
-fence is ``__ATOMIC_SEQ_CST`` (``mfence`` on x86, ``dmb ish`` on Arm). (``std::atomic_ref`` would say the same in C++20; the
-harness builds as C++17.) The proxy's registers are host vectors of their
-own.
+fence is ``__ATOMIC_SEQ_CST`` (``mfence`` on x86, ``dmb ish`` on Arm).
+(``std::atomic_ref`` would say the same in C++20; the harness builds as
+C++17.) The proxy's registers are host vectors of their own.
 """
 from __future__ import annotations
 

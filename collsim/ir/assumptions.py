@@ -145,10 +145,10 @@ ASSUMPTIONS: dict[str, Assumption] = {
             "release at sys scope (a store may still pass a later load to another address); without it a host "
             "access is relaxed at sys scope and only the proxy body's fences order it, as on an Arm host",
             "Intel SDM vol. 3A section 8.2.2 (memory ordering in P6 and more recent processor families: loads "
-            "are not reordered with other loads, stores not with older loads or stores); AMD APM vol. 2 section 7.2 (memory "
-            "access ordering); Owens, Sarkar and Sewell, x86-TSO, TPHOLs 2009. Arm hosts (NVIDIA Grace, "
-            "Neoverse V2) are weakly ordered (Arm ARM section B2.3): they need explicit barriers (dmb) or "
-            "load-acquire/store-release instructions",
+            "are not reordered with other loads, stores not with older loads or stores); AMD APM vol. 2 "
+            "section 7.2 (memory access ordering); Owens, Sarkar and Sewell, x86-TSO, TPHOLs 2009. Arm hosts "
+            "(NVIDIA Grace, Neoverse V2) are weakly ordered (Arm ARM section B2.3): they need explicit "
+            "barriers (dmb) or load-acquire/store-release instructions",
             writes=(),
             kind="host-ordering",
         ),

@@ -747,8 +747,9 @@ class ProxyThread(Op):
     declares in ``assumptions``) the host orders them as x86-TSO does: every load an acquire, every store a
     release. Without it (an Arm host) they are relaxed, and only the body's :class:`Fence` ops order them. A
     typical body is the consumer side of a head/tail FIFO: poll the head the kernel posted (acquire), act on
-    the request, post the tail the kernel polls (release). ``ITER`` in the body is the round the proxy serves, which it counts
-    itself (one request per launch), so it advances under graph replay as the kernel's launch counter does.
+    the request, post the tail the kernel polls (release). ``ITER`` in the body is the round the proxy
+    serves, which it counts itself (one request per launch), so it advances under graph replay as the
+    kernel's launch counter does.
     """
 
     body: tuple[Op, ...] = field(default_factory=tuple)

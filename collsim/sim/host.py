@@ -30,10 +30,10 @@ the CPU caches, the device's write having invalidated the line), and sees a
 device write once it has landed; loads and stores move their bytes at one
 core's copy rate ``host_copy_gbps`` (both cost parameters of the GPU
 generation's cost file, :mod:`collsim.sim.costs`, read through the rank's
-:class:`~collsim.sim.costs.CostSet` as ``host_barrier_us`` is); a store is visible to the GPU's
-next sample when it completes (its read snoops the CPU's caches). A host
-fence costs nothing here: stores are visible as they complete, so there is no
-store buffer to drain.
+:class:`~collsim.sim.costs.CostSet` as ``host_barrier_us`` is); a store is
+visible to the GPU's next sample when it completes (its read snoops the
+CPU's caches). A host fence costs nothing here: stores are visible as they
+complete, so there is no store buffer to drain.
 """
 from __future__ import annotations
 

@@ -125,7 +125,8 @@ def host_ordering_note(assumed: bool) -> str:
     'host ordering not assumed (no host-tso):'
     """
     if assumed:
-        return f"host ordering assumed for the proxy threads ({HOST_ORDERING}): " + get_assumption(HOST_ORDERING).statement
+        return (f"host ordering assumed for the proxy threads ({HOST_ORDERING}): "
+                + get_assumption(HOST_ORDERING).statement)
     return (f"host ordering not assumed (no {HOST_ORDERING}): the proxy threads' loads and stores are relaxed at sys "
             "scope, ordered only by the fences their bodies state")
 
