@@ -58,6 +58,70 @@ def test_proxy_fifo_holds():
     assert r.ok, r.render(counterexamples=False)
 
 
+# -- the host's ordering: the named assumption host-tso, and the re-check without it -----------------------------
+FENCED = EXAMPLES / "proxy_fifo_fenced.py"
+
+
+def test_host_tso_is_a_named_ordering_assumption_that_joins_no_writes():
+    from collsim.ir.assumptions import ASSUMPTIONS, get_assumption
+    from collsim.ir.ops import HOST_ORDERING
+    from collsim.ir.layout import plain_layout
+    from collsim.verify.granules import atomic_groups
+
+    a = get_assumption(HOST_ORDERING)
+    assert a is ASSUMPTIONS["host-tso"] and a.kind == "host-ordering" and not a.is_granule
+    assert not any(a.joins(kind) for kind in ("store", "red", "multimem.st", "multimem.red"))
+    assert atomic_groups(plain_layout(), range(4), [a]) == []  # it makes nothing atomic
+    assert "acquire" in a.statement and "release" in a.statement and "sys scope" in a.statement
+    assert "Intel SDM" in a.source and "AMD APM" in a.source and "Arm" in a.source
+    assert _fifo().assumptions == ("host-tso",)
+    assert type(load_protocol_file(str(FENCED))).assumptions == ()
+
+
+def test_without_host_tso_the_hosts_accesses_are_relaxed_and_ordered_by_its_fences_only():
+    low = lower_instance(_fifo(), "one-shot", Bounds(ranks=2, iterations=2, threads=2), assumptions=())
+    hosts = [t for t, p in enumerate(low.placement) if p.gpu < 0]
+    for t in hosts:
+        events = [e for instr in low.threads[t] for e in instr.events]
+        assert {(e.kind.value, e.sem, e.scope) for e in events} == {("R", "relaxed", "sys"), ("W", "relaxed", "sys")}
+    assert any(n.startswith("host ordering not assumed") for n in low.notes)
+    fenced = lower_instance(load_protocol_file(str(FENCED)), "one-shot", Bounds(ranks=2, iterations=2, threads=2))
+    fences = {(e.sem, e.scope) for t, p in enumerate(fenced.placement) if p.gpu < 0
+              for instr in fenced.threads[t] for e in instr.events if e.kind.value == "F"}
+    assert fences == {("acq_rel", "sys")}
+    # assumed where nothing runs on the host, it is said to order nothing
+    from collsim.ir.registry import load_protocol
+    plain = lower_instance(load_protocol("simple"), "one-shot", Bounds(ranks=2), assumptions=("host-tso",))
+    assert any("no proxy thread: it orders nothing" in n for n in plain.notes)
+    # the two orderings are told apart in the cache key
+    assert low.flat_signature != lower_instance(_fifo(), "one-shot", Bounds(ranks=2, iterations=2, threads=2)
+                                                ).flat_signature
+
+
+def test_proxy_fifo_depends_on_host_tso_the_fenced_variant_does_not():
+    r = verify(str(FIFO), ranks=2, use_cache=False)
+    assert r.ok, r.render(counterexamples=False)
+    dep = next(d for d in r.dependencies if d.name == "host-tso")
+    assert dep.kind == "assumption" and {"stale-read", "early-overwrite", "postcondition"} <= set(dep.results)
+    cex = dep.results["stale-read"].counterexample
+    # the proxy's relaxed poll of the head orders nothing after it: its read of the payload may see the old slot
+    assert "proxy thread (proxy_read_request" in cex.reason and "proxy_poll_head" in cex.render()
+    assert any(n.startswith("host ordering not assumed") for n in dep.results["stale-read"].bound.notes)
+    assert "depends on host-tso" in r.render(counterexamples=False)
+    fenced = verify(str(FENCED), ranks=2, use_cache=False)
+    assert fenced.ok and fenced.dependencies == [], fenced.render(counterexamples=False)
+    assert any(n.startswith("host ordering not assumed") for n in fenced.bound.notes)
+
+
+@pytest.mark.parametrize("dropped, caught", [("after_head", "stale-read"), ("before_ack", "early-overwrite"),
+                                             ("before_arrival", "stale-read")])
+def test_each_host_fence_of_the_fenced_variant_is_needed(dropped, caught):
+    fenced = type(load_protocol_file(str(FENCED)))
+    keep = tuple(f for f in fenced.default_params["host_fences"] if f != dropped)
+    r = verify(fenced(host_fences=keep), ranks=2, properties=[caught], dependencies=False, use_cache=False)
+    assert r.properties[caught].violated
+
+
 def test_a_request_published_at_gpu_scope_is_a_stale_read_of_the_payload():
     r = verify(str(EXAMPLES / "proxy_fifo_gpu_scope.py"), ranks=2, properties=["stale-read"], dependencies=False,
                use_cache=False)
@@ -133,7 +197,7 @@ def test_a_proxy_body_holds_host_operations_only():
 def test_simulated_proxy_pays_the_host_link_and_the_cpu_copies():
     from collsim.models import simulate
     from collsim.sim.costs import load_costs
-    from collsim.sim.host import HOST_COPY_GBPS, host_link
+    from collsim.sim.host import host_link
     from collsim.topology import load_topology
 
     topo = load_topology("hgx-h100")
@@ -147,9 +211,32 @@ def test_simulated_proxy_pays_the_host_link_and_the_cpu_copies():
     assert small.latency_us > chain
     big = simulate(topo, 2, "one-shot", _fifo(), 1 << 20, model="des")
     # the proxy copies the payload out of the request slot and into the peer's inbox on one core
-    assert big.latency_us - small.latency_us > 2 * (1 << 20) / (HOST_COPY_GBPS * 1e3) * 0.95
+    copy_gbps = load_costs("hopper").nvlink.host_copy_gbps
+    assert big.latency_us - small.latency_us > 2 * (1 << 20) / (copy_gbps * 1e3) * 0.95
     eight = simulate(topo, 8, "one-shot", _fifo(), 1 << 20, model="des")
     assert eight.latency_us > big.latency_us * 3  # one copy per peer
+
+
+def test_host_costs_are_cost_parameters_of_every_generation():
+    from collsim.models import simulate
+    from collsim.sim.costs import GENERATIONS, parameter_table
+    from collsim.topology import load_topology
+
+    for generation in GENERATIONS:
+        table = parameter_table(generation)
+        for name in ("host_poll_period_us", "host_copy_gbps"):
+            assert table[name]["value"] > 0 and table[name]["source"].startswith("assumed")
+    topo = load_topology("hgx-h100")
+    base = simulate(topo, 2, "one-shot", _fifo(), 1 << 20, model="des").latency_us
+    # the proxy copies 1 MiB out of the request slot and 1 MiB into the peer's inbox on one core: twice as fast a
+    # core saves half of those copies
+    faster = simulate(topo, 2, "one-shot", _fifo(), 1 << 20, model="des", costs={"host_copy_gbps": 20.0}).latency_us
+    saved = 2 * (1 << 20) / (10.0 * 1e3) / 2
+    assert base - faster == pytest.approx(saved, rel=0.05)
+    # the proxy's poll of the head samples once per period: a slower sample delays the small message
+    small = simulate(topo, 2, "one-shot", _fifo(), 1024, model="des").latency_us
+    slow = simulate(topo, 2, "one-shot", _fifo(), 1024, model="des", costs={"host_poll_period_us": 2.0}).latency_us
+    assert slow > small + 0.5
 
 
 def test_host_memory_is_never_folded_to_one_rank():
@@ -177,6 +264,17 @@ def test_emitted_proxy_is_host_code_with_the_assumed_orders():
     assert "ld.acquire.sys.global.u64" in kernel and "st.release.sys.global.u64" in kernel
 
 
+def test_a_proxy_without_host_tso_is_emitted_with_relaxed_accesses_and_its_fences():
+    from collsim.emit import prepare
+
+    kernel = prepare(str(FENCED), "one-shot", unverified=True, arch="sm_90").files["kernel.cu"]
+    proxy = kernel[kernel.index("bool proxy_round("):]
+    # what the verifier proved it under: relaxed host accesses, the body's three fences between them
+    assert "__ATOMIC_RELAXED" in proxy and "__ATOMIC_ACQUIRE" not in proxy and "__ATOMIC_RELEASE" not in proxy
+    assert [line.split()[-1] for line in proxy.splitlines() if "__atomic_thread_fence" in line] == [
+        "proxy_fence_after_head", "proxy_fence_before_ack", "proxy_fence_before_arrival"]
+
+
 def test_programs_without_host_memory_get_the_plain_harness():
     from collsim.emit import prepare
     from collsim.emit.package import _template
@@ -186,8 +284,9 @@ def test_programs_without_host_memory_get_the_plain_harness():
 
 
 @pytest.mark.cuda
-def test_emitted_proxy_program_builds_with_werror_and_its_ptx_checks(tmp_path):
+@pytest.mark.parametrize("path", [FIFO, FENCED], ids=["host-tso", "fenced"])
+def test_emitted_proxy_program_builds_with_werror_and_its_ptx_checks(tmp_path, path):
     from collsim.emit import prepare
     from cuda_build import build_and_check
 
-    build_and_check(prepare(str(FIFO), "one-shot", unverified=True, arch="sm_90"), tmp_path, ("kernel.cu", "main.cu"))
+    build_and_check(prepare(str(path), "one-shot", unverified=True, arch="sm_90"), tmp_path, ("kernel.cu", "main.cu"))

@@ -77,6 +77,19 @@ def test_review_depends_on_and_code(collsim_cli, tmp_path):
     assert "this review" in whats and "verify one-shot under ptx" in whats
 
 
+def test_review_lists_the_host_ordering_a_proxy_depends_on(tmp_path):
+    from collsim.review import review
+
+    r = review(str(EXAMPLES / "proxy_fifo.py"), against=["simple"], ranks="2", sizes="4KiB", algorithm="one-shot",
+               verify_ranks=2, compile=False, out_dir=tmp_path)
+    assert r.ok and r.depends_on == ["host-tso"]
+    html = (tmp_path / "review.html").read_text()
+    assert _has(html, "without host-tso") and _has(html, "proxy_read_request")
+    fenced = review(str(EXAMPLES / "proxy_fifo_fenced.py"), against=["simple"], ranks="2", sizes="4KiB",
+                    algorithm="one-shot", verify_ranks=2, compile=False, out_dir=tmp_path / "fenced")
+    assert fenced.ok and fenced.depends_on == [] and fenced.protocol.assumptions == ()
+
+
 def test_review_shipped_name_and_winner(tmp_path, monkeypatch):
     from collsim.review import review
 

@@ -26,6 +26,7 @@ from collsim.emit.proxy import needs_host_side, patch_main, proxy_source
 from collsim.emit.plan import ProgramPlan, iter_nodes, plan_for
 from collsim.errors import InputError
 from collsim.ir.assumptions import get_assumption
+from collsim.ir.ops import HOST_ORDERING
 from collsim.ir.expr import Expr
 from collsim.ir.layout import WordRole
 from collsim.ir.ops import HostMemset, Loop
@@ -234,7 +235,7 @@ def _kernel_file(program: EmittedProgram) -> str:
     out.append("    default: return 0;\n  }\n}\n\n")
     kernels = [f"collsim_kernel_part{i}<T>" for i in range(len(plan.kernels))]
     out.append(_host_actions_source(plan))
-    out.append(proxy_source(plan))
+    out.append(proxy_source(plan, host_tso=HOST_ORDERING in proto.assumptions))
     out.append(
         "// Every part is a cooperative launch: all blocks (ranks x channels) must be resident at once,\n"
         "// because blocks spin on each other; the runtime refuses a grid that cannot be.\n"

@@ -8,13 +8,16 @@ into the GPUs (``cudaHostAlloc`` with ``cudaHostAllocMapped``; on a UVA
 platform the host and device addresses agree, which the harness checks).
 
 Every access is a GCC/Clang ``__atomic`` builtin with the orders the verifier
-assumed for the host (:data:`collsim.ir.ops.HOST_ORDERING`): loads
-``__ATOMIC_ACQUIRE``, stores ``__ATOMIC_RELEASE``, a fence
-``__ATOMIC_SEQ_CST`` (plain moves and ``mfence`` on x86; ``ldar``/``stlr``
-and ``dmb`` on Arm), so neither the compiler nor the CPU reorders what the
-proof relied on. (``std::atomic_ref`` would say the same in C++20; the
-harness builds as C++17.) The proxy's registers are host vectors of their
-own.
+gave the host's accesses. A protocol that declares ``host-tso``
+(:data:`collsim.ir.ops.HOST_ORDERING`) was proved with every host load an
+acquire and every store a release: loads ``__ATOMIC_ACQUIRE``, stores
+``__ATOMIC_RELEASE`` (plain moves on x86, ``ldar``/``stlr`` on Arm), so
+neither the compiler nor the CPU reorders what the proof relied on. One
+that does not was proved with relaxed host accesses ordered by its fences:
+loads and stores ``__ATOMIC_RELAXED``, and only its fences order them. A
+fence is ``__ATOMIC_SEQ_CST`` (``mfence`` on x86, ``dmb ish`` on Arm).
+(``std::atomic_ref`` would say the same in C++20; the harness builds as
+C++17.) The proxy's registers are host vectors of their own.
 """
 from __future__ import annotations
 
@@ -44,12 +47,20 @@ def _c(expr: Any) -> str:
 class _ProxyPrinter:
     """Prints one proxy body as the statements of ``proxy_round``."""
 
-    def __init__(self, plan: ProgramPlan, proxy: EmitNode) -> None:
+    def __init__(self, plan: ProgramPlan, proxy: EmitNode, host_tso: bool = True) -> None:
         self.plan = plan
+        #: the orders of the host's loads and stores: what the verifier proved them with (see the module doc)
+        self.load_order, self.store_order = (("__ATOMIC_ACQUIRE", "__ATOMIC_RELEASE") if host_tso
+                                             else ("__ATOMIC_RELAXED", "__ATOMIC_RELAXED"))
         self.program = plan.program
         self.proxy = proxy
         self.lines: list[str] = []
         self.depth = 1
+
+    @staticmethod
+    def kind(order: str) -> str:
+        """``acquire`` for ``__ATOMIC_ACQUIRE`` (as the comments of the emitted code say it)."""
+        return order.removeprefix("__ATOMIC_").lower()
 
     def out(self, text: str) -> None:
         self.lines.append("  " * self.depth + text)
@@ -116,7 +127,7 @@ class _ProxyPrinter:
             raise EmitError(f"{self.where(node)}: register {name!r} is not declared") from None
 
     def store(self, node: EmitNode, op: Store) -> None:
-        self.out(f"{{  // IR #{node.id} {op.label}: release stores into host memory")
+        self.out(f"{{  // IR #{node.id} {op.label}: {self.kind(self.store_order)} stores into host memory")
         self.depth += 1
         _, buf = self.base(node, op.dst)
         src = op.src
@@ -138,14 +149,14 @@ class _ProxyPrinter:
                     at = f"ln * {data_bytes}LL + {ordinal * word.nbytes}"
                     self.out(f"{{ {t} v = 0; if (o_src + {at} + sizeof v <= regs[{x}].data() + regs[{x}].size()) "
                              f"std::memcpy(&v, o_src + {at}, sizeof v);")
-                    self.out(f"  __atomic_store_n(reinterpret_cast<{t}*>(line + {offset}), v, __ATOMIC_RELEASE); }}")
+                    self.out(f"  __atomic_store_n(reinterpret_cast<{t}*>(line + {offset}), v, {self.store_order}); }}")
                 else:
                     value = self._fill(node, src, word)
                     self.out(f"__atomic_store_n(reinterpret_cast<{t}*>(line + {offset}), ({t}){value}, "
-                             "__ATOMIC_RELEASE);")
+                             f"{self.store_order});")
             elif word.role is WordRole.FLAG and op.flag is not None:
                 self.out(f"__atomic_store_n(reinterpret_cast<{t}*>(line + {offset}), ({t})({_c(op.flag)}), "
-                         "__ATOMIC_RELEASE);")
+                         f"{self.store_order});")
         self.depth -= 1
         self.out("}")
         self.depth -= 1
@@ -171,14 +182,14 @@ class _ProxyPrinter:
             t = self.ctype(word)
             at = f"ln * {buf.layout.data_bytes}LL + {ordinal * word.nbytes}"
             self.out(f"{{ const {t} v = __atomic_load_n(reinterpret_cast<const {t}*>(line + {offset}), "
-                     "__ATOMIC_ACQUIRE);")
+                     f"{self.load_order});")
             self.out(f"  if (o_dst + {at} + sizeof v <= regs[{x}].data() + regs[{x}].size()) "
                      f"std::memcpy(o_dst + {at}, &v, sizeof v); }}")
         self.depth -= 1
         self.out("}")
 
     def load(self, node: EmitNode, op: Load) -> None:
-        self.out(f"{{  // IR #{node.id} {op.label}: acquire loads from host memory")
+        self.out(f"{{  // IR #{node.id} {op.label}: {self.kind(self.load_order)} loads from host memory")
         self.depth += 1
         _, buf = self.base(node, op.src)
         self.read_data(node, buf, op.into, op.into_offset)
@@ -196,7 +207,8 @@ class _ProxyPrinter:
                                "==, >= and bitwise !=")
 
     def poll(self, node: EmitNode, op: PollUntil) -> None:
-        self.out(f"{{  // IR #{node.id} {op.label}: spin with acquire loads until {op.until.describe()}")
+        self.out(f"{{  // IR #{node.id} {op.label}: spin with {self.kind(self.load_order)} loads until "
+                 f"{op.until.describe()}")
         self.depth += 1
         _, buf = self.base(node, op.src)
         polled = [(offset, word) for i, offset, word, _ in self.words(buf) if i in buf.layout.poll_words]
@@ -209,7 +221,7 @@ class _ProxyPrinter:
         for offset, word in polled:
             t = self.ctype(word)
             self.out(f"{{ const unsigned long long w = __atomic_load_n(reinterpret_cast<const {t}*>(line + {offset}), "
-                     "__ATOMIC_ACQUIRE);")
+                     f"{self.load_order});")
             self.out(f"  o_ok = o_ok && ({self.predicate(node, op.until, 'w')}); }}")
         self.depth -= 1
         self.out("}")
@@ -228,9 +240,10 @@ def needs_host_side(plan: ProgramPlan) -> bool:
     return bool(proxy_nodes(plan)) or any(buf.on_host for buf in plan.program.buffers)
 
 
-def proxy_source(plan: ProgramPlan) -> str:
+def proxy_source(plan: ProgramPlan, host_tso: bool = True) -> str:
     """The host C++ of the program's proxy threads, ``collsim_proxy_start``/``collsim_proxy_stop`` and
-    ``collsim_buffer_on_host`` (empty for a program without proxy threads or host buffers)."""
+    ``collsim_buffer_on_host`` (empty for a program without proxy threads or host buffers); ``host_tso``: the
+    protocol declares the host ordering ``host-tso`` (see the module doc for the orders either way)."""
     program = plan.program
     proxies = proxy_nodes(plan)
     hosted = [buf.on_host for buf in program.buffers]
@@ -238,9 +251,11 @@ def proxy_source(plan: ProgramPlan) -> str:
         return ""
     out = ["// ---------------------------------------------------------------------------\n"
            "// Host proxy threads (IR ProxyThread): one std::thread per (rank, channel), one round per launch.\n"
-           "// Their accesses to host memory are __atomic builtins: loads acquire, stores release (the host\n"
-           "// ordering the verifier assumed, x86-TSO or stronger).\n"
-           "#include <atomic>\n#include <cstdio>\n#include <cstring>\n#include <thread>\n#include <vector>\n\n",
+           + ("// Their accesses to host memory are __atomic builtins: loads acquire, stores release (the host\n"
+              "// ordering the verifier assumed, host-tso: x86-TSO or stronger).\n" if host_tso else
+              "// Their accesses to host memory are relaxed __atomic builtins, ordered only by the proxy body's\n"
+              "// fences (the protocol does not assume host-tso; as a weakly ordered host such as Arm needs).\n")
+           + "#include <atomic>\n#include <cstdio>\n#include <cstring>\n#include <thread>\n#include <vector>\n\n",
            "int collsim_buffer_on_host(int buffer) {\n  static const int kOnHost[] = {"
            + ", ".join("1" if h else "0" for h in hosted) + "};\n"
            f"  return buffer >= 0 && buffer < {len(hosted)} ? kOnHost[buffer] : 0;\n}}\n\n",
@@ -275,7 +290,7 @@ def proxy_source(plan: ProgramPlan) -> str:
         out.append(f"  [[maybe_unused]] const long long R_{b} = {_c(buf.regions)};  // {buf.name}: regions\n"
                    f"  [[maybe_unused]] const long long L_{b} = {_c(buf.lines)};  // {buf.name}: lines per region\n")
     for proxy in proxies:
-        printer = _ProxyPrinter(plan, proxy)
+        printer = _ProxyPrinter(plan, proxy, host_tso)
         printer.out(f"// IR #{proxy.id} {proxy.op.label}")
         printer.nodes(proxy.body)
         out.append("\n".join(printer.lines) + "\n")

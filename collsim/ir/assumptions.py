@@ -14,6 +14,15 @@ and read as one single-copy-atomic unit. The kinds are ``store`` (``st``),
 ``red`` (``red``/``atom`` on data), ``multimem.st`` and ``multimem.red``
 (each copy's part of one multicast write: the copies themselves are never
 joined, PTX says nothing of their order).
+
+One assumption is of another kind, an *ordering* of the host CPU:
+``host-tso`` (:data:`HOST_TSO`) states that a host proxy thread's own loads
+and stores to pinned, device-mapped memory are ordered as x86-TSO orders
+them (or stronger). It joins no writes; the verifier's lowering reads it
+(:attr:`Assumption.kind` ``"host-ordering"``): with it, every load of a
+proxy body is an acquire and every store a release at ``sys`` scope;
+without it, they are relaxed at ``sys`` scope and only the fences the body
+states order them (an Arm host, such as Grace, needs those barriers).
 """
 from __future__ import annotations
 
@@ -21,11 +30,15 @@ from dataclasses import dataclass
 
 from collsim.errors import ProtocolDefinitionError
 
-__all__ = ["Assumption", "ASSUMPTIONS", "WRITE_KINDS", "get_assumption"]
+__all__ = ["Assumption", "ASSUMPTIONS", "WRITE_KINDS", "KINDS", "HOST_TSO", "get_assumption"]
 
 #: The write instructions an assumption can join: unicast stores and data reductions, and the per-copy
 #: writes of multimem stores and reductions.
 WRITE_KINDS = ("store", "red", "multimem.st", "multimem.red")
+#: What an assumption states: the atomicity of a write granule, or the order of the host CPU's own accesses.
+KINDS = ("atomicity", "host-ordering")
+#: The name of the host-ordering assumption (x86-TSO or stronger for the proxy thread's accesses).
+HOST_TSO = "host-tso"
 
 
 @dataclass(frozen=True)
@@ -38,8 +51,13 @@ class Assumption:
     statement: str
     source: str
     writes: tuple[str, ...] = ("store",)
+    kind: str = "atomicity"
 
     def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"assumption {self.name}: unknown kind {self.kind!r} (valid: {', '.join(KINDS)})")
+        if self.kind != "atomicity" and (self.writes or self.granule_bytes):
+            raise ValueError(f"assumption {self.name}: a {self.kind} assumption joins no writes into granules")
         unknown = set(self.writes) - set(WRITE_KINDS)
         if unknown:
             raise ValueError(f"assumption {self.name}: unknown write kind {sorted(unknown)[0]!r} "
@@ -48,6 +66,11 @@ class Assumption:
     def joins(self, write_kind: str) -> bool:
         """Whether this assumption joins the elements of a write instruction of ``write_kind``."""
         return write_kind in self.writes
+
+    @property
+    def is_granule(self) -> bool:
+        """Whether this assumption joins elements into atomic granules (rather than ordering host accesses)."""
+        return self.kind == "atomicity"
 
 
 ASSUMPTIONS: dict[str, Assumption] = {
@@ -112,6 +135,22 @@ ASSUMPTIONS: dict[str, Assumption] = {
             "inferred: the line-128B-reductions-ordered assumption for reductions the NVSwitch fans out; "
             "no public statement of multimem.red ordering exists (PTX ISA section 8.2.4)",
             writes=("multimem.red",),
+        ),
+        Assumption(
+            HOST_TSO,
+            0,
+            False,
+            "the host CPU orders a proxy thread's own loads and stores to pinned, device-mapped host memory as "
+            "x86-TSO or stronger: in PTX-model terms every host load is an acquire and every host store a "
+            "release at sys scope (a store may still pass a later load to another address); without it a host "
+            "access is relaxed at sys scope and only the proxy body's fences order it, as on an Arm host",
+            "Intel SDM vol. 3A section 8.2.2 (memory ordering in P6 and more recent processor families: loads "
+            "are not reordered with other loads, stores not with older loads or stores); AMD APM vol. 2 "
+            "section 7.2 (memory access ordering); Owens, Sarkar and Sewell, x86-TSO, TPHOLs 2009. Arm hosts "
+            "(NVIDIA Grace, Neoverse V2) are weakly ordered (Arm ARM section B2.3): they need explicit "
+            "barriers (dmb) or load-acquire/store-release instructions",
+            writes=(),
+            kind="host-ordering",
         ),
     )
 }

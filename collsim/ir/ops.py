@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Mapping, Union
 
 from collsim.ir import multimem
+from collsim.ir.assumptions import HOST_TSO
 from collsim.ir.expr import Expr, ExprLike, LoadedValue, as_expr
 from collsim.ir.floats import F32_NEG_ZERO, Compare, is_nan32
 from collsim.ir.origin import SourceLocation
@@ -741,11 +742,14 @@ class ProxyThread(Op):
     buffers in host memory (``Buffer(location="host")``: ``cudaHostAlloc`` with ``cudaHostAllocMapped``,
     which the kernel reaches over PCIe or C2C). The proxy thread is no CTA and no GPU: the only scope that
     includes it is ``sys``, so every access of the body is at ``Scope.SYS``, and the GPU's accesses that
-    synchronize with it must be too. The host's own accesses are ordered as x86-TSO or stronger orders them
-    (:data:`HOST_ORDERING`): every load an acquire, every store a release. A typical body is the consumer
-    side of a head/tail FIFO: poll the head the kernel posted (acquire), act on the request, post the
-    tail the kernel polls (release). ``ITER`` in the body is the round the proxy serves, which it counts
-    itself (one request per launch), so it advances under graph replay as the kernel's launch counter does.
+    synchronize with it must be too. The body's accesses are the host CPU's plain loads and stores: their order
+    is the host's. Under the hardware assumption ``host-tso`` (:data:`HOST_ORDERING`, which the protocol
+    declares in ``assumptions``) the host orders them as x86-TSO does: every load an acquire, every store a
+    release. Without it (an Arm host) they are relaxed, and only the body's :class:`Fence` ops order them. A
+    typical body is the consumer side of a head/tail FIFO: poll the head the kernel posted (acquire), act on
+    the request, post the tail the kernel polls (release). ``ITER`` in the body is the round the proxy
+    serves, which it counts itself (one request per launch), so it advances under graph replay as the
+    kernel's launch counter does.
     """
 
     body: tuple[Op, ...] = field(default_factory=tuple)
@@ -755,11 +759,9 @@ class ProxyThread(Op):
         return self.body
 
 
-#: The assumption under which the verifier models the proxy thread's own accesses (see :class:`ProxyThread`).
-HOST_ORDERING = ("host-tso: the host CPU orders its own accesses to host memory as x86-TSO or stronger: every "
-                 "load is an acquire and every store a release at sys scope, a store may pass a later load "
-                 "(the emitted proxy uses __atomic loads and stores with those orders, plain moves on x86; Intel "
-                 "SDM vol. 3A section 8.2.2, Owens, Sarkar and Sewell, x86-TSO, TPHOLs 2009)")
+#: The name of the hardware assumption (:mod:`collsim.ir.assumptions`) under which the verifier orders the proxy
+#: thread's own accesses as x86-TSO does (see :class:`ProxyThread`); a protocol with a proxy thread declares it.
+HOST_ORDERING = HOST_TSO
 
 
 @dataclass(frozen=True)

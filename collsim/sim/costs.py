@@ -80,6 +80,9 @@ class CostSet:
     launch_overhead_us: float
     host_call_us: float
     host_barrier_us: float
+    # the host CPU's proxy thread (collsim.sim.host)
+    host_poll_period_us: float
+    host_copy_gbps: float
     kernel_start_us: float
     kernel_end_us: float
     stream_gap_us: float

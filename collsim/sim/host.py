@@ -25,13 +25,15 @@ The proxy thread
 ----------------
 A :class:`~collsim.ir.ops.ProxyThread` starts when the kernel's walk reaches
 it and runs its body on a CPU core of its own, concurrently: a poll spins on
-its host lines, one sample per :data:`HOST_POLL_PERIOD_US` (a load that
-misses the CPU caches, the device's write having invalidated the line), and
-sees a device write once it has landed; loads and stores move their bytes at
-one core's copy rate :data:`HOST_COPY_GBPS`; a store is visible to the GPU's
-next sample when it completes (its read snoops the CPU's caches). A host
-fence costs nothing here: stores are visible as they complete, so there is no
-store buffer to drain.
+its host lines, one sample per ``host_poll_period_us`` (a load that misses
+the CPU caches, the device's write having invalidated the line), and sees a
+device write once it has landed; loads and stores move their bytes at one
+core's copy rate ``host_copy_gbps`` (both cost parameters of the GPU
+generation's cost file, :mod:`collsim.sim.costs`, read through the rank's
+:class:`~collsim.sim.costs.CostSet` as ``host_barrier_us`` is); a store is
+visible to the GPU's next sample when it completes (its read snoops the
+CPU's caches). A host fence costs nothing here: stores are visible as they
+complete, so there is no store buffer to drain.
 """
 from __future__ import annotations
 
@@ -43,8 +45,7 @@ from collsim.sim.memory import Write, stored
 from collsim.sim.trace import PathNode
 from collsim.topology.catalog import link_type_info, traversal_latency_us
 
-__all__ = ["host_owner", "is_host_owner", "HOST_LINK_TYPES", "HOST_POLL_PERIOD_US", "HOST_COPY_GBPS", "HostLink",
-           "host_link", "run_proxy"]
+__all__ = ["host_owner", "is_host_owner", "HOST_LINK_TYPES", "HostLink", "host_link", "run_proxy"]
 
 #: GPU generation -> the PCIe generation of its host interface
 HOST_LINK_TYPES = {
@@ -53,12 +54,6 @@ HOST_LINK_TYPES = {
     "hopper": "pcie5",     # H100/H200: PCIe Gen5 x16 (NVIDIA H100 datasheet)
     "blackwell": "pcie5",  # assumed: the catalog's newest PCIe generation; HGX B200 baseboards host over PCIe
 }
-#: µs between two samples of a CPU spin loop on a line the device wrote (assumed: one load that misses the CPU's
-#: caches, as the device's write invalidated the line; DDR5 server load-to-use latency is about 0.1 µs)
-HOST_POLL_PERIOD_US = 0.1
-#: GB/s one CPU core copies between host buffers (assumed: a single-threaded memcpy of pinned host memory
-#: streams about 10 GB/s on current server cores, a fraction of the socket's DRAM bandwidth)
-HOST_COPY_GBPS = 10.0
 
 
 def host_owner(rank: int) -> int:
@@ -94,13 +89,15 @@ def host_link(topology: Any, rank: int) -> HostLink:
     return HostLink(rank, HOST_LINK_TYPES.get(topology.generation(rank), "pcie5"))
 
 
-def _copy_us(nbytes: float) -> float:
-    return nbytes / (HOST_COPY_GBPS * 1e3)
+def _copy_us(nbytes: float, gbps: float) -> float:
+    return nbytes / (gbps * 1e3)
 
 
 def run_proxy(rank: Any, start: float, node: PathNode, items: list[Any]):
     """The SimPy process of ``rank``'s proxy thread: its bound ``items`` in order from ``start`` (a generator)."""
     sim = rank.sim
+    costs = rank.c  # the host's parameters are route-independent: the rank's (NVLink) set, as host_barrier_us
+    copy_gbps = costs.host_copy_gbps
     th_t, th_node = start, node
     if start > sim.env.now:
         sim.events += 1
@@ -126,8 +123,8 @@ def run_proxy(rank: Any, start: float, node: PathNode, items: list[Any]):
     for op in flat(items):
         kind = op.kind
         if kind == POLL:
-            period = HOST_POLL_PERIOD_US
-            read = _copy_us(op.ref[5] * op.line_bytes) if op.into is not None else 0.0
+            period = costs.host_poll_period_us
+            read = _copy_us(op.ref[5] * op.line_bytes, copy_gbps) if op.into is not None else 0.0
             plan = (rank.memory.location(op.key), th_t, th_t + period / 2, period, period / 2, th_t + read, 0.0)
             lo = op.ref[4]
             found = plan[0].satisfied_at(lo, lo + op.ref[5], op.pred, plan[2])
@@ -145,7 +142,7 @@ def run_proxy(rank: Any, start: float, node: PathNode, items: list[Any]):
                 rank.regs[op.into] = (th_t, th_node, th_t)
         elif kind == LOAD:
             nbytes = op.ref[5] * op.line_bytes
-            done = th_t + _copy_us(nbytes)
+            done = th_t + _copy_us(nbytes, copy_gbps)
             tr = Transfer(rank.rank, op.ref[1], nbytes, th_t, th_t, done, done, done, th_node, True, op, True,
                           "load")
             advance(done, "data", op, f"proxy thread copies {nbytes} B out of host memory")
@@ -159,7 +156,7 @@ def run_proxy(rank: Any, start: float, node: PathNode, items: list[Any]):
             how, value = stored(op)
             nbytes = op.ref[5] * op.line_bytes
             payload = src is not None and src[0] != "fill"
-            done = th_t + _copy_us(nbytes)
+            done = th_t + _copy_us(nbytes, copy_gbps)
             tr = Transfer(rank.rank, op.ref[1], nbytes, th_t, th_t, done, done, done, th_node, payload, op, True,
                           "store")
             if rank.record:

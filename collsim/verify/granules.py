@@ -52,6 +52,8 @@ def atomic_groups(layout: LineLayout, words: Iterable[int], assumptions: list[As
     words = list(words)
     granules = UnionFind(words)
     for a in assumptions:
+        if not a.is_granule:  # an ordering assumption (host-tso) joins nothing
+            continue
         by_key: dict[Any, int] = {}
         for w in words:
             offset = layout.word_offset(w)

@@ -29,8 +29,9 @@ What the expansion decides
   and on no GPU (so only ``sys`` scope includes it). Its body of every
   launch follows the previous launch's in its program order (the proxy
   serves one round per launch); under the host-ordering assumption
-  (:data:`~collsim.ir.ops.HOST_ORDERING`, x86-TSO or stronger) its loads are
-  acquires and its stores releases at ``sys`` scope.
+  ``host-tso`` (:data:`~collsim.ir.ops.HOST_ORDERING`, x86-TSO or stronger)
+  its loads are acquires and its stores releases at ``sys`` scope; without
+  it they are relaxed at ``sys`` scope, ordered only by the body's fences.
 * **The async proxy.** A ``BulkLoad`` (``cp.async.bulk``) gets a thread of
   its own in the rank's CTA, the copy engine: the leader hands it the copy
   with a relaxed store to a mailbox it polls (relaxed), it reads the source
@@ -89,7 +90,8 @@ from collsim.verify.granules import atomic_groups, kept_words
 from collsim.verify.events import AtomicGroup, Placement, value_const
 from collsim.verify.instance import Bounds, EventKind, InstrKind, Lin, VerifyEvent, VerifyInstance, VerifyInstr
 
-__all__ = ["lower_instance", "message_bytes", "DataPath", "data_path", "REALISTIC_LINES", "op_source"]
+__all__ = ["lower_instance", "message_bytes", "DataPath", "data_path", "REALISTIC_LINES", "op_source",
+           "host_ordering_note"]
 
 #: lines per send of the realistic message :func:`data_path` inspects (a chunk of a few KiB)
 REALISTIC_LINES = 64
@@ -114,6 +116,19 @@ def op_source(op: Any) -> str:
     if other is not None:
         text += f" (from {_module_path(other[0])}:{other[1]})"
     return text
+
+
+def host_ordering_note(assumed: bool) -> str:
+    """The note a verdict on a program with proxy threads carries: how the host's own accesses were ordered.
+
+    >>> host_ordering_note(False)[:40]
+    'host ordering not assumed (no host-tso):'
+    """
+    if assumed:
+        return (f"host ordering assumed for the proxy threads ({HOST_ORDERING}): "
+                + get_assumption(HOST_ORDERING).statement)
+    return (f"host ordering not assumed (no {HOST_ORDERING}): the proxy threads' loads and stores are relaxed at sys "
+            "scope, ordered only by the fences their bodies state")
 
 
 def _op_where(op: Any) -> str:
@@ -350,8 +365,14 @@ class _ElementLowering(OpVisitor):
         for op, why in host_scope_findings(self.program):
             where = op_source(op)
             self.notes.append(f"{where + ': ' if where else ''}{why}")
+        #: the host orders the proxy's accesses as x86-TSO does (the host-tso assumption is active)
+        self.host_tso = HOST_ORDERING in assumptions
         if self.proxy_threads:
-            self.notes.append("host ordering assumed for the proxy threads: " + HOST_ORDERING)
+            self.notes.append(host_ordering_note(self.host_tso))
+            # the cache key tells the two host orderings apart (inert for a program without a proxy thread)
+            self.signature.append(f"host-ordering:{'tso' if self.host_tso else 'relaxed'}")
+        elif self.host_tso:
+            self.notes.append(f"{HOST_ORDERING} is assumed, but the program has no proxy thread: it orders nothing")
         for buf in self.program.buffers:
             words, note = kept_words(buf.layout, bounds.max_lanes)
             self.kept[buf.name] = words
@@ -511,8 +532,12 @@ class _ElementLowering(OpVisitor):
         value = kw.get("value")
         deps = frozenset(value.reads()) if value is not None else frozenset()
         sem, scope = op.sem.model_sem, op.sem.model_scope(op.scope).value
-        if self.on_proxy:  # x86-TSO or stronger (HOST_ORDERING): loads acquire, stores release
-            sem, scope = ("acquire" if kind is EventKind.READ else "release"), "sys"
+        if self.on_proxy:  # the host's own order: x86-TSO (host-tso) or, without it, relaxed
+            if self.host_tso:  # loads acquire, stores release
+                sem = "acquire" if kind is EventKind.READ else "release"
+            else:  # only the body's fences order them
+                sem = "relaxed"
+            scope = "sys"
         return self.add_event(
             instr, kind=kind, loc=loc, sem=sem, scope=scope,
             role=buf.layout.words[word].role.value, slot=ref.slot, region=ref.region, line=ref.line + j, word=word,

@@ -897,7 +897,11 @@ def _check_all(proto: Protocol, algorithm: str, bounds: Bounds, low: VerifyInsta
             rest = tuple(x for x in active if x != a)
             if progress:
                 progress(f"re-checking without {a}")
-            res2 = checker.run(dep_props, frozenset(rest), _bound(low, bounds, model, rest, domain))
+            if get_assumption(a).is_granule:
+                res2 = checker.run(dep_props, frozenset(rest), _bound(low, bounds, model, rest, domain))
+            else:  # an ordering assumption (host-tso) changes the events themselves: an instance of its own
+                res2 = _recheck_without_ordering(proto, algorithm, bounds, low, model, rest, domain, timeout,
+                                                 dep_props, ctx, progress)
             deps.append(Dependency(a, "assumption", {p: r for p, r in res2.items() if not r.holds},
                                    get_assumption(a).statement))
         if domain and "sentinel-collision" in props and low.sentinel_polls:
@@ -908,6 +912,20 @@ def _check_all(proto: Protocol, algorithm: str, bounds: Bounds, low: VerifyInsta
             deps.append(Dependency(DATA_DOMAIN, "data-domain", {p: r for p, r in res2.items() if not r.holds},
                                    proto.data_domain.statement))
     return results, deps
+
+
+def _recheck_without_ordering(proto: Protocol, algorithm: str, bounds: Bounds, low: VerifyInstance, model: str,
+                              rest: tuple[str, ...], domain: bool, timeout: float, props: list[str],
+                              ctx: z3.Context, progress: "Callable[[str], None] | None"
+                              ) -> dict[str, PropertyResult]:
+    """The properties under ``rest``, an assumption set that lacks an ordering assumption: the program is lowered
+    again (the host's accesses become relaxed) and solved on a checker of its own; the notes are ``low``'s, with
+    the host-ordering one as the new instance states it."""
+    again = lower_instance(proto, algorithm, bounds, rest)
+    ordering = [n for n in again.notes if n.startswith("host ordering")]
+    again.notes = [ordering[0] if ordering and n.startswith("host ordering") else n for n in low.notes]
+    return _Checker(again, model, timeout, ctx, progress).run(props, frozenset(rest),
+                                                               _bound(again, bounds, model, rest, domain))
 
 
 def verdict_for(protocol: str | Protocol, algorithm: str | None = None, model: str = "ptx", *,

@@ -13,6 +13,15 @@ request by storing the tail; the kernel waits for the tail before the
 launch ends, so the next launch can reuse the slot. Every flag is a count
 that grows by one per launch.
 
+The proxy's host code is plain loads and stores, so its order is the host
+CPU's: the protocol declares ``host-tso`` (an x86 host orders them as
+x86-TSO, each load an acquire and each store a release). Without it (an Arm
+host such as Grace) the re-check finds the proxy reading a stale payload:
+its relaxed poll of the head orders nothing after it. ``host_fences``
+names the barriers an Arm host needs in the body (:data:`HOST_FENCES`: a
+fence after the poll, before the acknowledgement and before each arrival
+flag): with all three, ``proxy_fifo_fenced.py`` holds without ``host-tso``.
+
 Parameters make the two classic mistakes: ``request_scope=Scope.GPU``
 publishes the head at a scope that does not include the host thread
 (``proxy_fifo_gpu_scope.py``: the proxy may read a stale payload), and
@@ -22,12 +31,14 @@ publishes the head at a scope that does not include the host thread
 from __future__ import annotations
 
 from collsim.ir import (
-    NRANKS, PEER, PEER_INDEX, RANK, AtLeast, Buffer, Issuer, Load, PollUntil, Protocol, Ref, Reg, Scope, Sem,
-    Store, SyncGroup, ceil_div, counter_layout, plain_layout,
+    NRANKS, PEER, PEER_INDEX, RANK, AtLeast, Buffer, Fence, FenceKind, Issuer, Load, PollUntil, Protocol, Ref,
+    Reg, Scope, Sem, Store, SyncGroup, ceil_div, counter_layout, plain_layout,
 )
 from collsim.ir.protocol import Exchange
 
 DATA = plain_layout(word_bytes=4, store_bytes=16)
+#: the host fences a weakly ordered host needs in the proxy body (``host_fences`` picks among them)
+HOST_FENCES = ("after_head", "before_ack", "before_arrival")
 COUNT = counter_layout(8)
 
 
@@ -40,7 +51,8 @@ class ProxyFifo(Protocol):
     data_layout = DATA
     analytic_family = "simple"
     citation = "NVIDIA/nccl src/proxy.cc (proxy thread), MSCCL++ proxy channels (host FIFO)"
-    default_params = {"request_scope": Scope.SYS, "ack_after_read": True, "flag_bits": 64}
+    assumptions = ("host-tso",)
+    default_params = {"request_scope": Scope.SYS, "ack_after_read": True, "host_fences": (), "flag_bits": 64}
 
     def buffers(self, transfer_bytes):
         lines = ceil_div(transfer_bytes, DATA.data_bytes)
@@ -65,17 +77,24 @@ class ProxyFifo(Protocol):
         b.emit(Store(Ref("head", RANK), None, Sem.RELEASE, self.params["request_scope"], flag=epoch,
                      issuer=Issuer.LEADER, label="post_head"))
 
+        def host_fence(name):  # what a weakly ordered host needs between its plain accesses (dmb on Arm)
+            if name in self.params["host_fences"]:
+                b.emit(Fence(FenceKind.ACQ_REL, Scope.SYS, label="proxy_fence_" + name))
+
         with b.proxy("proxy"):
             b.emit(PollUntil(Ref("head", RANK), AtLeast(epoch), Sem.ACQUIRE, Scope.SYS, label="proxy_poll_head"))
+            host_fence("after_head")
             ack = Store(Ref("tail", RANK), None, Sem.RELEASE, Scope.SYS, flag=epoch, label="proxy_ack")
             if not self.params["ack_after_read"]:
                 b.emit(ack)
             b.emit(Load(staged, Ref("fifo", RANK, lines=lines), Sem.WEAK, Scope.SYS, label="proxy_read_request"))
             if self.params["ack_after_read"]:
+                host_fence("before_ack")
                 b.emit(ack)
             with b.loop(PEER_INDEX.name, NRANKS - 1):
                 b.emit(Store(Ref("inbox", PEER, slot=seq % 2, region=RANK, lines=lines), Reg(staged), Sem.WEAK,
                              Scope.SYS, label="proxy_forward"))
+                host_fence("before_arrival")
                 b.emit(Store(Ref("arrived", PEER, region=RANK), None, Sem.RELEASE, Scope.SYS, flag=epoch,
                              label="proxy_post_arrival"))
 
