@@ -246,13 +246,18 @@ def _narrow_program(layout, ops):
 
 def test_narrow_words_outside_stores_loads_and_polls_are_refused_naming_the_op():
     from collsim.emit.layouts import EmitError
-    from collsim.ir import RANK, Atomic, Input, KernelBoundary, LineLayout, RmwOp, Scope, Sem, Store, Word, WordRole
+    from collsim.ir import (RANK, Atomic, Input, KernelBoundary, LineLayout, ProxyThread, RmwOp, Scope, Sem, Store,
+                            Word, WordRole)
 
     half = type(load_protocol(HALF)).data_layout
     add = Atomic(RmwOp.ADD, Ref("lines", RANK), Input(0), Sem.RELAXED, Scope.SYS, label="add_lines")
-    with pytest.raises(EmitError, match="add_lines .*ll-bf16-half-flag has words narrower than 32 bits, which a "
-                                        "Atomic cannot be emitted over"):
+    with pytest.raises(EmitError, match="add_lines .*ll-bf16-half-flag has words narrower than 32 bits: the "
+                                        "emitter prints the kernel's stores, loads and polls over them, not an "
+                                        "Atomic"):
         _narrow_program(half, [add, KernelBoundary()])
+    host_store = Store(Ref("lines", RANK), Input(0), Sem.RELEASE, Scope.SYS, flag=1, label="host_put")
+    with pytest.raises(EmitError, match="host_put .*not a Store of a host proxy thread"):
+        _narrow_program(half, [ProxyThread((host_store,)), KernelBoundary()])
     mixed = LineLayout("mixed", (Word(WordRole.DATA, 4),) * 3 + (Word(WordRole.DATA, 2), Word(WordRole.FLAG, 2)), 16)
     store = Store(Ref("lines", RANK), Input(0), Sem.VOLATILE, Scope.SYS, flag=1, label="store_mixed")
     with pytest.raises(EmitError, match="store_mixed .*mixes words of different widths"):

@@ -215,6 +215,7 @@ def _refuse_narrow_words(program: Program, nodes: tuple[EmitNode, ...]) -> None:
     narrow = {buf.name: buf.layout for buf in program.buffers if buf.layout.narrow_words}
     if not narrow:
         return
+    in_kernel = {id(node) for node in device_nodes(nodes)}
     for node in iter_nodes(nodes):
         touch = effects(node.op)
         if touch.ref is None or touch.ref.buffer not in narrow:
@@ -222,14 +223,17 @@ def _refuse_narrow_words(program: Program, nodes: tuple[EmitNode, ...]) -> None:
         layout = narrow[touch.ref.buffer]
         mixed = len({word.nbytes for word in layout.words}) > 1
         printable = isinstance(node.op, (Store, Load)) or (isinstance(node.op, PollUntil) and not node.op.cas)
-        if printable and not mixed:
+        if printable and not mixed and id(node) in in_kernel:
             continue
         origin = getattr(node.op, "origin", None)
         where = f" at {shown_path(origin.file)}:{origin.line}" if origin is not None else ""
         label = getattr(node.op, "label", type(node.op).__name__)
+        kind = f"an {type(node.op).__name__}" if type(node.op).__name__[0] in "AEIOU" else f"a {type(node.op).__name__}"
+        if id(node) not in in_kernel:
+            kind += " of a host proxy thread"
         why = ("mixes words of different widths in one instruction" if mixed else
-               f"has words narrower than 32 bits, which a {type(node.op).__name__} cannot be emitted over "
-               "(stores, loads and polls can)")
+               f"has words narrower than 32 bits: the emitter prints the kernel's stores, loads and polls over "
+               f"them, not {kind}")
         raise EmitError(f"{label}{where} accesses buffer {touch.ref.buffer}, whose layout {layout.name} {why}")
 
 
