@@ -42,6 +42,9 @@ DEFAULT = [("ll", "one-shot"), ("ll128", "one-shot"), ("sentinel", "two-shot"), 
 DEFAULT_MUTANT = "mutant-ll-split-flag"
 GRAPH_MUTANT = "mutant-ll-frozen-epoch"  # kernel arguments frozen at graph capture (ARG_ITER)
 HOST_ACTIONS = str(Path(__file__).resolve().parents[1] / "examples/protocols/host_reset_barrier.py")
+#: 16-bit words: a packed 16-byte store and load (store-16B-untorn), and the same line polled as 32-bit words
+HALF_FLAG = str(Path(__file__).resolve().parents[1] / "examples/protocols/ll_half_flag.py")
+HALF_FLAG_WORD_READ = str(Path(__file__).resolve().parents[1] / "examples/protocols/ll_half_flag_word_read.py")
 
 
 def _nvcc_version() -> str:
@@ -113,7 +116,9 @@ def compiler(request, tmp_path_factory) -> Compiler:
 @pytest.fixture(scope="session")
 def default_build(compiler):
     jobs = [(n, a, "sm_90") for n, a in DEFAULT] + [("ll", "two-shot", "sm_80"), (DEFAULT_MUTANT, "one-shot", "sm_90"),
-                                                    (GRAPH_MUTANT, "one-shot", "sm_90"), (HOST_ACTIONS, "one-shot", "sm_90")]
+                                                    (GRAPH_MUTANT, "one-shot", "sm_90"), (HOST_ACTIONS, "one-shot", "sm_90"),
+                                                    (HALF_FLAG, "one-shot", "sm_90"),
+                                                    (HALF_FLAG_WORD_READ, "one-shot", "sm_90")]
     return compiler.many(jobs)
 
 
@@ -157,6 +162,19 @@ def test_host_actions_compile_before_the_kernels(compiler, default_build):
     directory = compiler.work / "host_reset_barrier__one-shot__sm_90"
     main_obj, _ = compiler.compile(directory, "main.cu", "sm_90")
     assert main_obj.exists()
+
+
+@pytest.mark.parametrize("path,load", [(HALF_FLAG, "ld.volatile.global.b128"),
+                                       (HALF_FLAG_WORD_READ, "ld.volatile.global.v4.u32")])
+def test_narrow_words_compile_and_the_ptx_holds_their_widths(path, load, default_build):
+    job = (path, "one-shot", "sm_90")
+    _check(job, default_build)
+    ptx = default_build[job][1].read_text()
+    # the 16-byte line of 16-bit words is one packed store (the assumption joins it); the poll loads it at the
+    # writer's packing, or at the declared 32-bit load width
+    assert "st.volatile.global.b128" in ptx and load in ptx
+    weakened = ptx.replace(load, load.replace("volatile", "relaxed.gpu"))
+    assert not check_ptx(default_build[job][2].plan, weakened).ok
 
 
 def test_weakened_ptx_is_caught(default_build):

@@ -158,7 +158,8 @@ def test_the_harness_of_a_varying_size_program_interleaves_sizes_without_clearin
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [TOGGLE, "mutant-ll-uncleared"])
+@pytest.mark.parametrize("name", [TOGGLE, "mutant-ll-uncleared", str(EXAMPLES / "ll_half_flag.py"),
+                                  str(EXAMPLES / "ll_half_flag_word_read.py")])
 def test_emitted_programs_compile_with_warnings_as_errors(name, tmp_path):
     import subprocess
 
@@ -204,8 +205,7 @@ def test_same_size_accesses_to_narrow_words_hold_and_a_wider_load_races():
     assert "a 2-byte and a 4-byte access to the same bytes (mixed-size accesses)" in reason
 
 
-def test_narrow_words_are_simulated_and_refused_by_the_emitter():
-    from collsim.emit.layouts import EmitError
+def test_narrow_words_are_simulated_and_emitted():
     from collsim.models import SimRequest, resolve_protocol
     from collsim.sim.model import run_des
     from collsim.topology import load_topology
@@ -219,8 +219,67 @@ def test_narrow_words_are_simulated_and_refused_by_the_emitter():
                                   size_bytes=65536)).latency_us
 
     assert latency(half) < latency(ll)  # 87.5 % payload against LL's 50 %: fewer bytes on the wire
-    with pytest.raises(EmitError, match=r"store_lines at protocols/ll.py:\d+ accesses buffer lines"):
-        prepare(HALF, "one-shot", unverified=True)
+    kernel = prepare(HALF, "one-shot", unverified=True).files["kernel.cu"]
+    # the 16-byte store assumption makes the line one access: one packed .b128 store and load of it (PTX has
+    # no 16-byte vector of 16-bit elements); the poll compares the 16-bit epoch, masked out of its half
+    assert kernel.count("st.volatile.global.b128 [%0], o_t;") == 1
+    assert kernel.count("ld.volatile.global.b128 o_t, [%2];") == 1
+    assert "e7 = (unsigned int)((o_w1 >> 48) & 0xffffu);" in kernel and "if (e7 == (unsigned int)o_want) break;" in kernel
+    # the data words go to the register at their own width
+    assert "*reinterpret_cast<unsigned short*>(o_into + o_d + 12) = (unsigned short)e6;" in kernel
+    assert "static const unsigned int kInit0[] = {0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u};" in kernel
+
+
+def test_a_wider_load_is_emitted_at_its_declared_width():
+    kernel = prepare(WORD_READ, "one-shot", unverified=True).files["kernel.cu"]
+    assert "ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];" in kernel  # load_bytes=4: 32-bit load elements
+    assert "st.volatile.global.b128 [%0], o_t;" in kernel  # the writer as in ll_half_flag.py
+    assert "e6 = (unsigned int)(o_w3 & 0xffffu);" in kernel and "e7 = (unsigned int)((o_w3 >> 16) & 0xffffu);" in kernel
+
+
+def _narrow_program(layout, ops):
+    from collsim.emit.plan import plan_program
+    from collsim.ir import Program
+
+    return plan_program(Program("hand", "one-shot", tuple(ops), (Buffer("lines", layout, 1, 4, 1),), {}))
+
+
+def test_narrow_words_outside_stores_loads_and_polls_are_refused_naming_the_op():
+    from collsim.emit.layouts import EmitError
+    from collsim.ir import (RANK, Atomic, Input, KernelBoundary, LineLayout, ProxyThread, RmwOp, Scope, Sem, Store,
+                            Word, WordRole)
+
+    half = type(load_protocol(HALF)).data_layout
+    add = Atomic(RmwOp.ADD, Ref("lines", RANK), Input(0), Sem.RELAXED, Scope.SYS, label="add_lines")
+    with pytest.raises(EmitError, match="add_lines .*ll-bf16-half-flag has words narrower than 32 bits: the "
+                                        "emitter prints the kernel's stores, loads and polls over them, not an "
+                                        "Atomic"):
+        _narrow_program(half, [add, KernelBoundary()])
+    host_store = Store(Ref("lines", RANK), Input(0), Sem.RELEASE, Scope.SYS, flag=1, label="host_put")
+    with pytest.raises(EmitError, match="host_put .*not a Store of a host proxy thread"):
+        _narrow_program(half, [ProxyThread((host_store,)), KernelBoundary()])
+    mixed = LineLayout("mixed", (Word(WordRole.DATA, 4),) * 3 + (Word(WordRole.DATA, 2), Word(WordRole.FLAG, 2)), 16)
+    store = Store(Ref("lines", RANK), Input(0), Sem.VOLATILE, Scope.SYS, flag=1, label="store_mixed")
+    with pytest.raises(EmitError, match="store_mixed .*mixes words of different widths"):
+        _narrow_program(mixed, [store, KernelBoundary()])
+
+
+def test_a_partial_store_of_narrow_words_is_one_store_per_word_at_its_width():
+    from collsim.emit.cuda import generate_kernel_source
+    from collsim.emit.ptxcheck import expected_instructions
+    from collsim.ir import ITER, RANK, Equals, KernelBoundary, PollUntil, Scope, Sem, Store
+
+    half = type(load_protocol(HALF)).data_layout
+    ops = [Store(Ref("lines", RANK), None, Sem.RELEASE, Scope.SYS, flag=ITER + 1, label="flag_only"),
+           PollUntil(Ref("lines", RANK), Equals(ITER + 1), Sem.ACQUIRE, Scope.SYS, label="poll"), KernelBoundary()]
+    plan = _narrow_program(half, ops)  # no assumption: nothing joins the elements
+    source = generate_kernel_source(plan)
+    assert source.count("st.release.sys.global.b16 [%0], %1;") == 1
+    assert "ld.acquire.sys.global.v4.b16 {%0, %1, %2, %3}, [%8];" in source
+    assert "ld.acquire.sys.global.v4.b16 {%4, %5, %6, %7}, [%8+8];" in source
+    store, poll = (want for _, want in sorted(expected_instructions(plan, "fp32").items()))
+    assert (store.vector, store.types, store.count) == ("", ("b16", "u16"), 1)
+    assert (poll.vector, poll.types, poll.count) == ("v4", ("b16", "u16"), 2)
 
 
 def test_a_byte_flag_read_with_its_data_as_one_32_bit_word_races():
@@ -243,6 +302,45 @@ def test_a_byte_flag_read_with_its_data_as_one_32_bit_word_races():
         data_layout = LineLayout("fp8-byte-flag-u32-loads", fp8.words, 16, load_bytes=4)
 
     props = ["stale-read", "torn-read", "data-race"]
+    _byte_flag_ptx_check(ByteFlag, ByteFlagWordRead)
     assert verify(ByteFlag(), ranks=2, properties=props, dependencies=False, use_cache=False).ok
     mixed = verify(ByteFlagWordRead(), ranks=2, properties=props, dependencies=False, use_cache=False)
     assert mixed.violated == ["data-race"]
+
+
+def _byte_flag_ptx_check(byte_flag, word_read) -> None:
+    """The byte-flag lines compile and pass the PTX check: packed .b128 under the 16-byte store assumption,
+    vectors of bytes (``.v4.b8``, four per line) without it, 32-bit loads where the layout declares them."""
+    import re
+    import tempfile
+
+    from collsim.emit.gate import verification_status
+    from collsim.emit.package import build_program, write_program
+    from collsim.emit.plan import plan_for
+    from collsim.emit.ptxcheck import check_ptx
+    from collsim.emit.toolchain import compile_ptx, find_nvcc
+
+    class Bare(byte_flag):
+        """The byte-flag line without the 16-byte assumption: nothing joins its bytes."""
+
+        name = "byte-flag-bare"
+        assumptions = ()
+
+    want = {byte_flag: ("st.volatile.global.b128", "ld.volatile.global.b128"),
+            word_read: ("st.volatile.global.b128", "ld.volatile.global.v4.u32"),
+            Bare: ("st.volatile.global.v4.b8", "ld.volatile.global.v4.b8")}
+    for cls, (store, load) in want.items():
+        proto = cls()
+        emitted = build_program(proto, "one-shot", verification_status(proto.name, "one-shot", solve=False),
+                                unverified=True)
+        kernel = emitted.files["kernel.cu"]
+        assert re.search(re.escape(store) + r" \[%0\]", kernel) and load in kernel, cls.name
+        if find_nvcc() is None:
+            continue  # the PTX check needs the CUDA toolkit
+        with tempfile.TemporaryDirectory() as tmp:
+            write_program(emitted, Path(tmp))
+            ptx = compile_ptx(Path(tmp))
+        report = check_ptx(plan_for(proto, "one-shot"), ptx)
+        assert report.ok, report.summary()
+        per_line = 4 if cls is Bare else 1
+        assert len(re.findall(re.escape(store) + r"\b", ptx)) == 3 * per_line  # fp32, bf16, int32 entries

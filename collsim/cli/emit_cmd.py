@@ -77,13 +77,15 @@ def _emit(protocol: str | None, algorithm: str, out: Path, all_: bool, unverifie
     typer.echo(f"collsim: emitted {result.protocol}/{result.algorithm} -> {result.directory} "
                f"({len(result.files)} files){mark}", err=True)
     if check_ptx:
-        _check(result.protocol, algorithm, result.directory, arch)
+        _check(result.protocol, algorithm, result.directory, arch, source=protocol)
 
 
-def _check(protocol: str, algorithm: str, directory: Path, arch: str) -> None:
+def _check(protocol: str, algorithm: str, directory: Path, arch: str, source: str | None = None) -> None:
+    """The PTX check of an emitted directory; ``source`` is what names the protocol to load (its name, or the
+    protocol file it was emitted from)."""
     from collsim.emit.toolchain import check_directory  # lazy: start-up
 
-    report = check_directory(directory, protocol, algorithm, arch=arch)
+    report = check_directory(directory, source or protocol, algorithm, arch=arch)
     for finding in report.findings:
         typer.echo(f"collsim: ptx check: {finding}", err=True)
     if not report.ok:

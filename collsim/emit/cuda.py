@@ -40,7 +40,7 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
-from collsim.emit.layouts import EmitError, LaneRun, LayoutPlan, lane_runs
+from collsim.emit.layouts import EmitError, LaneRun, LayoutPlan, lane_runs, narrow_form
 from collsim.emit.plan import BULK_CHUNK_BYTES, EmitNode, ProgramPlan, iter_nodes
 from collsim.ir import multimem
 from collsim.ir.expr import BinOp, Expr, Loaded, loaded_registers
@@ -399,9 +399,11 @@ class KernelGenerator(OpVisitor):
 
     def fill_value(self, src, lp: LayoutPlan, node: EmitNode) -> str:
         if src is None or (isinstance(src, Fill) and src.pattern is FillPattern.ZERO):
-            return "0u" if lp.elem_bytes == 4 else "0ull"
+            return "0u" if lp.elem_bytes <= 4 else "0ull"
         if isinstance(src, Fill) and src.pattern is FillPattern.SENTINEL:
             word = self.sentinel(node)
+            if lp.narrow:  # the sentinel's low bytes, as the verifier's narrow word holds them
+                return f"0x{word & _mask(lp.elem_bytes):x}u"
             if lp.elem_bytes == 4:
                 return f"0x{word:08x}u"
             return f"0x{word:08x}{word:08x}ull"
@@ -663,13 +665,17 @@ class KernelGenerator(OpVisitor):
                     o(f"e{i} = {value(i, el)};")
 
             self.pattern_switch(lp, fill)
-            operands = ", ".join(f"%{i + 1}" for i in range(lp.n_elems))
-            vec = "{" + operands + "}" if lp.n_elems > 1 else operands
-            args = ", ".join(f'"{lp.constraint}"({n})' for n in names)
-            o(f'asm volatile("{self.marker(node)}st{quals}.global{lp.ptx_type} [%0], {vec};"')
-            o(f'             :: "l"(o_addr), {args} : "memory");')
+            if lp.narrow:
+                self._narrow_asm(node, lp, "st", quals, names, "o_addr")
+            else:
+                operands = ", ".join(f"%{i + 1}" for i in range(lp.n_elems))
+                vec = "{" + operands + "}" if lp.n_elems > 1 else operands
+                args = ", ".join(f'"{lp.constraint}"({n})' for n in names)
+                o(f'asm volatile("{self.marker(node)}st{quals}.global{lp.ptx_type} [%0], {vec};"')
+                o(f'             :: "l"(o_addr), {args} : "memory");')
         else:
-            scalar = ".u32" if lp.elem_bytes == 4 else ".u64"
+            # a narrow word is stored at its own width (st.b16 / st.b8 from a 32-bit register)
+            scalar = f".b{lp.elem_bytes * 8}" if lp.narrow else ".u32" if lp.elem_bytes == 4 else ".u64"
 
             def partial(pattern) -> None:
                 covered = [(i, el) for i, el in enumerate(pattern.elements)
@@ -713,18 +719,73 @@ class KernelGenerator(OpVisitor):
             if el.role == "flag":
                 return "o_flag"
             if src is not None:
-                return f"collsim_ld_u{lp.elem_bytes * 8}(o_src + o_d + {el.data_offset})"
+                return _load_c(f"o_src + o_d + {el.data_offset}", lp.elem_bytes)
             return self.fill_value(op.src, lp, node)
 
         return value
 
     def _load_asm(self, node: EmitNode, lp: LayoutPlan, quals: str, names: list[str], addr: str) -> None:
         o = self.out
+        if lp.narrow:
+            self._narrow_asm(node, lp, "ld", quals, names, addr)
+            return
         outs = ", ".join(f"%{i}" for i in range(lp.n_elems))
         vec = "{" + outs + "}" if lp.n_elems > 1 else outs
         results = ", ".join(f'"={lp.constraint}"({n})' for n in names)
         o(f'asm volatile("{self.marker(node)}ld{quals}.global{lp.ptx_type} {vec}, [%{lp.n_elems}];"')
         o(f'             : {results} : "l"({addr}) : "memory");')
+
+    def _narrow_asm(self, node: EmitNode, lp: LayoutPlan, opcode: str, quals: str, names: list[str],
+                    addr: str) -> None:
+        """One lane's store (``opcode`` ``st``, of elements ``names``) or load (``ld``, into them) over a narrow
+        layout, in the form :func:`~collsim.emit.layouts.narrow_form` gives: packed into ``.b32``/``.b64``
+        registers (a ``.b128`` access moves two ``.b64`` halves through a local ``.b128`` register) or at the
+        words' own width; loaded elements are masked to their width."""
+        o = self.out
+        load = opcode == "ld"
+        form = narrow_form(lp, load)
+        mask = f"0x{_mask(lp.elem_bytes):x}u"
+        ctype, cons = ("unsigned int", "r") if form.container_bytes <= 4 else ("unsigned long long", "l")
+        places = [form.place(i, lp.elem_bytes) for i in range(lp.n_elems)]
+        containers = names if form.kind == "native" else [f"o_w{k}" for k in range(form.containers)]
+        if form.kind != "native":
+            if load:
+                o(f"{ctype} {', '.join(containers)};")
+            else:
+                for k, name in enumerate(containers):
+                    parts = [f"(({ctype})({names[i]} & {mask}) << {shift})" if shift else f"({ctype})({names[i]} & {mask})"
+                             for i, (c, shift) in enumerate(places) if c == k]
+                    o(f"const {ctype} {name} = {' | '.join(parts)};")
+        n = len(containers)
+        base = n if load else 0  # the address operand: after the outputs of a load, first for a store
+        first_value = 0 if load else 1
+        texts = []
+        for suffix, byte, first, count in form.instructions:
+            at = f"[%{base}+{byte}]" if byte else f"[%{base}]"
+            regs = [f"%{first_value + first + k}" for k in range(count)]
+            if suffix == ".b128":
+                pair = "{" + ", ".join(regs) + "}"
+                texts += ["{", ".reg .b128 o_t;"]
+                texts += ([f"ld{quals}.global.b128 o_t, {at};", f"mov.b128 {pair}, o_t;"] if load else
+                          [f"mov.b128 o_t, {pair};", f"st{quals}.global.b128 {at}, o_t;"])
+                texts.append("}")
+                continue
+            vec = "{" + ", ".join(regs) + "}" if count > 1 else regs[0]
+            texts.append(f"{opcode}{quals}.global{suffix} {vec}, {at};" if load else
+                         f"{opcode}{quals}.global{suffix} {at}, {vec};")
+        o(f'asm volatile("{self.marker(node)}{_join_asm(texts)}"')
+        if load:
+            outs = ", ".join(f'"={cons}"({c})' for c in containers)
+            o(f'             : {outs} : "l"({addr}) : "memory");')
+            for i, (c, shift) in enumerate(places):
+                if form.kind == "native":
+                    o(f"{names[i]} &= {mask};")
+                else:
+                    shifted = f"({containers[c]} >> {shift})" if shift else containers[c]
+                    o(f"{names[i]} = (unsigned int)({shifted} & {mask});")
+        else:
+            ins = ", ".join(f'"{cons}"({c})' for c in containers)
+            o(f'             :: "l"({addr}), {ins} : "memory");')
 
     def _write_data(self, lp: LayoutPlan, names: list[str], into: str | None) -> None:
         """Write the data elements of one lane to register ``into`` at o_d; a counter word (a layout without
@@ -737,14 +798,17 @@ class KernelGenerator(OpVisitor):
                 raise EmitError(f"a counter layout of {lp.lanes} lanes ({lp.name}) cannot fill a register")
             bits = lp.elem_bytes * 8
             for i in range(lp.n_elems):
-                o(f"collsim_st_u{bits}({into} + ln * {lp.layout.line_bytes} + {i * lp.elem_bytes}, "
-                  f"(unsigned long long){names[i]});")
+                ptr = f"{into} + ln * {lp.layout.line_bytes} + {i * lp.elem_bytes}"
+                o(_store_c(ptr, names[i], lp.elem_bytes) if lp.narrow else
+                  f"collsim_st_u{bits}({ptr}, (unsigned long long){names[i]});")
             return
 
         def write(pattern) -> None:
             for i, el in enumerate(pattern.elements):
                 if el.role == "data":
-                    o(f"collsim_st_u{lp.elem_bytes * 8}(o_into + o_d + {el.data_offset}, {names[i]});")
+                    ptr = f"o_into + o_d + {el.data_offset}"
+                    o(_store_c(ptr, names[i], lp.elem_bytes) if lp.narrow else
+                      f"collsim_st_u{lp.elem_bytes * 8}({ptr}, {names[i]});")
 
         self.pattern_switch(lp, write)
 
@@ -1290,6 +1354,25 @@ class KernelGenerator(OpVisitor):
         o.open(f"for (long long v = tid; v < o_nb / {vw}; v += nthreads) {{")
         o(f"collsim_copy<{vw}>(o_out + v * {vw}, o_s0 + v * {vw});")
         o.close()
+
+
+def _mask(nbytes: int) -> int:
+    return (1 << 8 * nbytes) - 1
+
+
+def _load_c(ptr: str, nbytes: int) -> str:
+    """C reading the ``nbytes`` at ``ptr`` (rank-local memory) as an unsigned value: the collsim_ld helpers for
+    32- and 64-bit words, a plain narrow load (widened to 32 bits) for a byte or half-word."""
+    if nbytes >= 4:
+        return f"collsim_ld_u{nbytes * 8}({ptr})"
+    narrow = "unsigned short" if nbytes == 2 else "unsigned char"
+    return f"(unsigned int)*reinterpret_cast<const {narrow}*>({ptr})"
+
+
+def _store_c(ptr: str, value: str, nbytes: int) -> str:
+    """A C statement writing the low ``nbytes`` (1 or 2) of ``value`` to rank-local ``ptr``."""
+    narrow = "unsigned short" if nbytes == 2 else "unsigned char"
+    return f"*reinterpret_cast<{narrow}*>({ptr}) = ({narrow}){value};"
 
 
 def _join_asm(texts: list[str]) -> str:

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from math import gcd
 
 from collsim.errors import UnsupportedError
+from collsim.ir.assumptions import store_is_one_access
 from collsim.ir.layout import LineLayout, WordRole
 
-__all__ = ["Element", "LanePattern", "LayoutPlan", "LaneRun", "lane_runs", "plan_layout", "EmitError"]
+__all__ = ["Element", "LanePattern", "LayoutPlan", "LaneRun", "lane_runs", "plan_layout", "EmitError", "NarrowForm",
+           "narrow_form"]
 
 
 class EmitError(UnsupportedError):
@@ -92,6 +94,10 @@ class LayoutPlan:
     lane_data_start: tuple[int, ...]  # data bytes of the line before each lane's data
     lane_data_bytes: tuple[int, ...]
     patterns: tuple[LanePattern, ...]
+    #: a narrow layout whose store instruction a hardware assumption makes one access: its full-line stores and
+    #: its loads at the word width are printed as one packed access of the whole instruction (PTX has no 16-byte
+    #: vector of 8- or 16-bit elements on sm_90), see :func:`narrow_form`
+    packed: bool = False
 
     @property
     def name(self) -> str:
@@ -110,12 +116,17 @@ class LayoutPlan:
         return self.layout.store_bytes
 
     @property
+    def narrow(self) -> bool:
+        """The layout's words are narrower than 32 bits (each held in a 32-bit C variable, masked)."""
+        return self.elem_bytes < 4
+
+    @property
     def ctype(self) -> str:
-        return "unsigned int" if self.elem_bytes == 4 else "unsigned long long"
+        return "unsigned int" if self.elem_bytes <= 4 else "unsigned long long"
 
     @property
     def constraint(self) -> str:
-        return "r" if self.elem_bytes == 4 else "l"
+        return "r" if self.elem_bytes <= 4 else "l"
 
     @property
     def ptx_type(self) -> str:
@@ -140,8 +151,8 @@ class LayoutPlan:
         return self.layout.data_bytes > 0
 
 
-def plan_layout(layout: LineLayout) -> LayoutPlan:
-    """Work out the instruction-level shape of ``layout``.
+def plan_layout(layout: LineLayout, assumptions: tuple[str, ...] = ()) -> LayoutPlan:
+    """Work out the instruction-level shape of ``layout`` under the program's hardware ``assumptions``.
 
     >>> from collsim.ir.layout import LineLayout, Word, WordRole
     >>> pairs = LineLayout("pairs-16B", (Word(WordRole.DATA, 4), Word(WordRole.FLAG, 4)) * 2, 16)
@@ -186,7 +197,57 @@ def plan_layout(layout: LineLayout) -> LayoutPlan:
     for lane, elements in enumerate(per_lane):
         groups.setdefault(elements, []).append(lane)
     patterns = tuple(LanePattern(tuple(ls), els) for els, ls in groups.items())
-    return LayoutPlan(layout, lanes, elem_bytes, n_elems, tuple(starts), tuple(lane_bytes), patterns)
+    packed = bool(layout.narrow_words) and store_is_one_access(layout.store_bytes, assumptions)
+    return LayoutPlan(layout, lanes, elem_bytes, n_elems, tuple(starts), tuple(lane_bytes), patterns, packed)
+
+
+@dataclass(frozen=True)
+class NarrowForm:
+    """How one lane's instruction over a narrow layout is printed: ``containers`` registers of
+    ``container_bytes`` each hold its elements (element ``i`` at bits ``8 * (i * elem_bytes %
+    container_bytes)`` of container ``i * elem_bytes // container_bytes``), moved by ``instructions``:
+    ``(PTX type suffix, byte offset in the lane, first container, containers)``.
+
+    ``kind`` is ``packed`` (one ``.b128``/``.b64``/``.b32`` access of the whole instruction, where an assumption
+    makes it one access: the verifier joins its elements into one unit), ``wide`` (a load at the layout's
+    ``load_bytes``, e.g. ``.v4.u32``) or ``native`` (vectors of the words' own width, ``.v4.b16``/``.v4.b8``, at
+    most four elements each: nothing joins the elements, so nothing is lost by splitting them).
+    """
+
+    kind: str
+    container_bytes: int
+    containers: int
+    instructions: tuple[tuple[str, int, int, int], ...]
+
+    def place(self, index: int, elem_bytes: int) -> tuple[int, int]:
+        """(container, bit shift) of element ``index``."""
+        byte = index * elem_bytes
+        return byte // self.container_bytes, 8 * (byte % self.container_bytes)
+
+
+def narrow_form(lp: LayoutPlan, load: bool) -> NarrowForm:
+    """The printed form of a full-lane store (``load=False``) or a load/poll of narrow layout ``lp``.
+
+    >>> from collsim.ir.layout import LineLayout, Word, WordRole
+    >>> half = LineLayout("h", (Word(WordRole.DATA, 2),) * 7 + (Word(WordRole.FLAG, 2),), 16)
+    >>> narrow_form(plan_layout(half, ("store-16B-untorn",)), load=False).instructions
+    (('.b128', 0, 0, 2),)
+    >>> narrow_form(plan_layout(half), load=True).instructions
+    (('.v4.b16', 0, 0, 4), ('.v4.b16', 8, 4, 4))
+    """
+    store = lp.store_bytes
+    if load and lp.layout.load_bytes is not None:
+        width = lp.layout.load_bytes
+        count = store // width
+        vec = f".v{count}" if count > 1 else ""
+        return NarrowForm("wide", width, count, ((f"{vec}.u{width * 8}", 0, 0, count),))
+    if lp.packed:
+        width = min(store, 8)
+        return NarrowForm("packed", width, store // width, ((f".b{store * 8}", 0, 0, store // width),))
+    per = min(4, lp.n_elems)
+    return NarrowForm("native", lp.elem_bytes, lp.n_elems,
+                      tuple((f".v{per}.b{lp.elem_bytes * 8}" if per > 1 else f".b{lp.elem_bytes * 8}",
+                             first * lp.elem_bytes, first, per) for first in range(0, lp.n_elems, per)))
 
 
 def lcm(a: int, b: int) -> int:

@@ -117,23 +117,24 @@ GARBAGE_DATA_WORD = 0xA5A5A5A5
 def _init_line(buf, sentinel: int | None) -> list[int]:
     """One line of ``buf`` as initialised, in 32-bit words: the sentinel in every data word when the buffer
     starts as the sentinel (zero in flag words, as the verifier models it), garbage (:data:`GARBAGE_FLAG_WORD`,
-    :data:`GARBAGE_DATA_WORD`) when it starts as arbitrary contents, else zero."""
-    words: list[int] = []
+    :data:`GARBAGE_DATA_WORD`) when it starts as arbitrary contents, else zero. A narrow word (1 or 2 bytes)
+    takes the low bytes of its 32-bit pattern: a flag of 1, data bytes of 0xA5, the sentinel's low bytes."""
+    line = bytearray()
     for word in buf.layout.words:
-        fill = 0
         if buf.init == "arbitrary":
             if word.role is WordRole.DATA:
-                words += [GARBAGE_DATA_WORD] * (word.nbytes // 4)
+                pattern = [GARBAGE_DATA_WORD] * max(1, word.nbytes // 4)
             else:  # the low 32 bits of the flag hold 1 (little-endian), the rest 0
-                words += [GARBAGE_FLAG_WORD] + [0] * (word.nbytes // 4 - 1)
-            continue
-        if buf.init == "sentinel" and word.role is WordRole.DATA:
+                pattern = [GARBAGE_FLAG_WORD] + [0] * (word.nbytes // 4 - 1)
+        elif buf.init == "sentinel" and word.role is WordRole.DATA:
             if sentinel is None:
                 raise EmitError(f"buffer {buf.name} starts as the sentinel, but the program names no sentinel value "
                                 "(no NotEqual poll and no data_domain)")
-            fill = sentinel & 0xFFFFFFFF
-        words += [fill] * (word.nbytes // 4)
-    return words
+            pattern = [sentinel & 0xFFFFFFFF] * max(1, word.nbytes // 4)
+        else:
+            pattern = [0] * max(1, word.nbytes // 4)
+        line += b"".join(w.to_bytes(4, "little") for w in pattern)[:word.nbytes]
+    return [int.from_bytes(line[i:i + 4], "little") for i in range(0, len(line), 4)]
 
 
 def _kernel_file(program: EmittedProgram) -> str:

@@ -99,6 +99,9 @@ class ProgramPlan:
     uses_bulk_copies: bool = False
     #: the host actions that come before the launch (memsets, host barriers), in program order
     host_actions: tuple[EmitNode, ...] = ()
+    #: the protocol's hardware assumptions (names in collsim.ir.assumptions): a narrow layout's store is printed
+    #: as one packed access only where one of them makes it a single access
+    assumptions: tuple[str, ...] = ()
 
     @property
     def host_barrier(self) -> bool:
@@ -163,14 +166,15 @@ _PLANS: "LRUCache[ProgramPlan]" = LRUCache(maxsize=128)
 def plan_for(protocol: Protocol, algorithm: str) -> ProgramPlan:
     """Generate and plan ``protocol`` under ``algorithm`` (memoized per :attr:`Protocol.key` and algorithm)."""
     return _PLANS.get((type(protocol), protocol.key, algorithm),
-                      lambda: plan_program(generate(protocol, algorithm)))
+                      lambda: plan_program(generate(protocol, algorithm), protocol.assumptions))
 
 
-def plan_program(program: Program) -> ProgramPlan:
-    """Number the ops, plan every buffer's layout and find the register hand-off barriers."""
+def plan_program(program: Program, assumptions: tuple[str, ...] = ()) -> ProgramPlan:
+    """Number the ops, plan every buffer's layout (under the protocol's hardware ``assumptions``) and find the
+    register hand-off barriers."""
     nodes, _ = _number(program.ops)
     _refuse_narrow_words(program, nodes)
-    layouts = {buf.name: plan_layout(buf.layout) for buf in program.buffers}
+    layouts = {buf.name: plan_layout(buf.layout, assumptions) for buf in program.buffers}
     granule = 0
     for buf in program.buffers:
         if buf.layout.data_bytes:
@@ -197,29 +201,40 @@ def plan_program(program: Program) -> ProgramPlan:
         needs_vector_atomics=needs_vector,
         uses_multicast=multicast,
         uses_bulk_copies=any(isinstance(node.op, BulkLoad) for node in iter_nodes(nodes)),
+        assumptions=tuple(assumptions),
     )
     plan.sync_before = register_sync_points(plan)
     return plan
 
 
-def _refuse_narrow_words(program: Program, nodes: list) -> None:
-    """Byte-wide and mixed-size accesses (a layout with a word narrower than 32 bits) have no CUDA translation yet:
-    refused naming the first operation that touches such a buffer (else the buffer)."""
+def _refuse_narrow_words(program: Program, nodes: tuple[EmitNode, ...]) -> None:
+    """Byte-wide and mixed-size accesses (a layout with a word narrower than 32 bits) are printed for stores,
+    loads and polls of a layout of one word width (:func:`collsim.emit.layouts.narrow_form`); anything else
+    that touches such a buffer (atomics, CAS loops, multimem, bulk copies, the host proxy) or a layout mixing
+    narrow and wider words is refused naming the operation and where protocol code emitted it."""
     narrow = {buf.name: buf.layout for buf in program.buffers if buf.layout.narrow_words}
     if not narrow:
         return
+    in_kernel = {id(node) for node in device_nodes(nodes)}
     for node in iter_nodes(nodes):
         touch = effects(node.op)
-        if touch.ref is not None and touch.ref.buffer in narrow:
-            layout = narrow[touch.ref.buffer]
-            origin = getattr(node.op, "origin", None)
-            where = f" at {shown_path(origin.file)}:{origin.line}" if origin is not None else ""
-            label = getattr(node.op, "label", type(node.op).__name__)
-            raise EmitError(f"{label}{where} accesses buffer {touch.ref.buffer}, whose layout {layout.name} has words "
-                            "narrower than 32 bits: byte-wide and mixed-size accesses have no CUDA translation yet")
-    name, layout = next(iter(narrow.items()))
-    raise EmitError(f"buffer {name}'s layout {layout.name} has words narrower than 32 bits: byte-wide and mixed-size "
-                    "accesses have no CUDA translation yet")
+        if touch.ref is None or touch.ref.buffer not in narrow:
+            continue
+        layout = narrow[touch.ref.buffer]
+        mixed = len({word.nbytes for word in layout.words}) > 1
+        printable = isinstance(node.op, (Store, Load)) or (isinstance(node.op, PollUntil) and not node.op.cas)
+        if printable and not mixed and id(node) in in_kernel:
+            continue
+        origin = getattr(node.op, "origin", None)
+        where = f" at {shown_path(origin.file)}:{origin.line}" if origin is not None else ""
+        label = getattr(node.op, "label", type(node.op).__name__)
+        kind = f"an {type(node.op).__name__}" if type(node.op).__name__[0] in "AEIOU" else f"a {type(node.op).__name__}"
+        if id(node) not in in_kernel:
+            kind += " of a host proxy thread"
+        why = ("mixes words of different widths in one instruction" if mixed else
+               f"has words narrower than 32 bits: the emitter prints the kernel's stores, loads and polls over "
+               f"them, not {kind}")
+        raise EmitError(f"{label}{where} accesses buffer {touch.ref.buffer}, whose layout {layout.name} {why}")
 
 
 # ---------------------------------------------------------------------------
@@ -251,7 +266,8 @@ def _layout_accesses(plan: ProgramPlan, ref, issuer: Issuer, nthreads: int,
         for lane in range(lp.lanes):
             thread = _thread(line * lp.lanes + lane, issuer, nthreads)
             start = offset + line * lp.data_bytes + lp.lane_data_start[lane]
-            for byte in range(start, start + lp.lane_data_bytes[lane], 4):
+            # narrow data words: a line's data need not start on a 32-bit word (the word it starts in counts)
+            for byte in range(start - start % 4, start + lp.lane_data_bytes[lane], 4):
                 words[byte // 4] = thread
     return (reg, kind, words)
 

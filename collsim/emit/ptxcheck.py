@@ -14,6 +14,13 @@ instantiation (``.entry``: one per kernel part and element type) this module
   ``.volatile`` …), a vector width that differs from the layout's store width
   (which would change what the atomicity assumptions are about), and a poll
   whose load is not inside a loop;
+* over a layout of byte-wide or 16-bit words, demands the access the
+  verifier modelled: a store of each word at its width (``.v4.b16``,
+  ``.v4.b8``, scalar ``.b16``/``.b8`` for a partial store), a load at the
+  layout's ``load_bytes`` where declared (``.v4.u32``), and one packed
+  ``.b128``/``.b64`` access of the whole instruction only where a hardware
+  assumption makes that instruction one access (PTX has no 16-byte vector of
+  16-bit elements);
 * counts IR ops and PTX instructions by (opcode, semantics, scope) so the
   totals can be compared, and rejects synchronization instructions in a
   kernel body that no IR op accounts for.
@@ -31,6 +38,7 @@ from dataclasses import dataclass, field
 from collsim.emit.cuda import MARKER
 from collsim.emit.plan import ProgramPlan, device_nodes, iter_nodes
 from collsim.ir import multimem
+from collsim.ir.assumptions import store_is_one_access
 from collsim.ir.layout import LineLayout, WordRole
 from collsim.ir.ops import (Atomic, Fence, Fill, HostBarrier, HostMemset, Input, KernelBoundary, Load, Loop,
                             BulkLoad, ProxyFence, ProxyThread,
@@ -313,9 +321,26 @@ class _Demands(OpVisitor):
         layout = self.plan.program.buffer(ref.buffer).layout
         elem = max(w.nbytes for w in layout.words)
         scope = op.sem.model_scope(op.scope).value if op.sem is not Sem.WEAK else ""
-        vector = "" if scalar else _vec(layout.store_bytes // elem)
-        return Expectation(node_id, op.label, (opcode,), op.sem.value, scope, vector, _word_types(elem), 1,
+        vector, types, count = "" if scalar else _vec(layout.store_bytes // elem), _word_types(elem), 1
+        if layout.narrow_words:
+            vector, types, count = self._narrow_shape(layout, opcode, scalar)
+        return Expectation(node_id, op.label, (opcode,), op.sem.value, scope, vector, types, count,
                            in_loop=isinstance(op, PollUntil), extra=("global",), blocks=blocks)
+
+    def _narrow_shape(self, layout: LineLayout, opcode: str, scalar: bool) -> tuple[str, tuple[str, ...], int]:
+        """(vector, types, instructions per lane) of an access to a layout of narrow words: the access the
+        verifier modelled (see the module docstring)."""
+        word = min(w.nbytes for w in layout.words)
+        narrow_types = (f"b{word * 8}", f"u{word * 8}")
+        if scalar:
+            return "", narrow_types, 1
+        if opcode == "ld" and layout.load_bytes is not None:
+            return _vec(layout.store_bytes // layout.load_bytes), _word_types(layout.load_bytes), 1
+        if store_is_one_access(layout.store_bytes, self.plan.assumptions):
+            return "", (f"b{layout.store_bytes * 8}",), 1
+        elements = layout.store_bytes // word
+        per = min(4, elements)  # PTX vectors of 8- and 16-bit elements hold at most four
+        return _vec(per), narrow_types, elements // per
 
     def visit_store(self, op: Store, node_id: int) -> Expectation:
         # a store covers the data words if it has a source, the flag words if it has a flag;

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 from collsim.errors import ProtocolDefinitionError
 
-__all__ = ["Assumption", "ASSUMPTIONS", "WRITE_KINDS", "KINDS", "HOST_TSO", "get_assumption"]
+__all__ = ["Assumption", "ASSUMPTIONS", "WRITE_KINDS", "KINDS", "HOST_TSO", "get_assumption",
+           "store_is_one_access"]
 
 #: The write instructions an assumption can join: unicast stores and data reductions, and the per-copy
 #: writes of multimem stores and reductions.
@@ -168,3 +169,15 @@ def get_assumption(name: str) -> Assumption:
         raise ProtocolDefinitionError(
             f"unknown hardware assumption {name!r}", field="assumptions", choices=sorted(ASSUMPTIONS)
         ) from None
+
+
+def store_is_one_access(store_bytes: int, assumptions: tuple[str, ...]) -> bool:
+    """Whether one of ``assumptions`` makes a store instruction of ``store_bytes`` bytes a single-copy-atomic
+    unit (a store granule at least that wide), so the instruction's element width does not matter to which
+    values a reader of the whole instruction sees.
+
+    >>> store_is_one_access(16, ("store-16B-untorn",)), store_is_one_access(16, ("vector-8B-pairs-untorn",))
+    (True, False)
+    """
+    return any(get_assumption(name).joins("store") and get_assumption(name).granule_bytes >= store_bytes
+               for name in assumptions)

@@ -24,7 +24,7 @@ class WordRole(str, Enum):
 #: Widths of a *narrow* word: a byte-wide or half-word element (a 1-byte flag in the last byte of a 32-bit
 #: word, a bf16 element beside a 16-bit flag). The simulator costs them like any bytes, the verifier models
 #: them and the wider loads over them (:attr:`LineLayout.load_bytes`: mixed-size accesses), the emitter
-#: refuses them for now (docs/WRITING_PROTOCOLS.md section 20).
+#: prints stores, loads and polls over them (docs/WRITING_PROTOCOLS.md section 20).
 NARROW_WORD_BYTES = (1, 2)
 
 

@@ -2,13 +2,15 @@
 
 Written from docs/WRITING_PROTOCOLS.md ("Byte-wide and mixed-size accesses").
 The flag is a half-word: it shares the line's last 32-bit word with the
-seventh bf16 element. Writer and reader access the line as 16-bit elements
-(``st.volatile.v8.b16``, ``ld.volatile.v8.b16``), so every load element is
-exactly a store element and the 16-byte store assumption makes the line
-arrive whole: it verifies. Reading it as 32-bit words instead is
+seventh bf16 element. Writer and reader access the line with the same
+elements (16-bit words, one 16-byte volatile store and load), so every load
+element is exactly a store element and the 16-byte store assumption makes the
+line arrive whole: it verifies. Reading it as 32-bit words instead is
 ``ll_half_flag_word_read.py`` (a mixed-size race). The simulator costs it
-(bytes on the wire, one store per line); the emitter refuses it, naming the
-operation, until it can print 16-bit elements.
+(bytes on the wire, one store per line); the emitter prints each line as one
+packed ``st.volatile.global.b128`` and polls it with ``ld.volatile.global.b128``
+(PTX has no 16-byte vector of 16-bit elements; the assumption makes the
+instruction one access either way).
 """
 from __future__ import annotations
 
