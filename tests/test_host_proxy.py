@@ -284,7 +284,8 @@ def test_programs_without_host_memory_get_the_plain_harness():
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("path", [FIFO, FENCED], ids=["host-tso", "fenced"])
+# the fenced variant prints the same host C++ with relaxed accesses and fences: its build is a long check
+@pytest.mark.parametrize("path", [FIFO, pytest.param(FENCED, marks=pytest.mark.slow)], ids=["host-tso", "fenced"])
 def test_emitted_proxy_program_builds_with_werror_and_its_ptx_checks(tmp_path, path):
     from collsim.emit import prepare
     from cuda_build import build_and_check
