@@ -97,7 +97,7 @@ class VectorClocks:
         if x.thread == y.thread:
             return z3.BoolVal(x.instr < y.instr, ctx=self.enc.ctx)
         v = self.v_in(y, x.thread)
-        if z3.is_int_value(v):
+        if isinstance(v, z3.IntNumRef):  # a constant (z3.is_int_value, without its four C calls)
             return z3.BoolVal(x.instr < v.as_long(), ctx=self.enc.ctx)
         return lt(z3.IntVal(x.instr, ctx=self.enc.ctx), v)
 
@@ -125,7 +125,7 @@ class VectorClocks:
             if u == y.thread or u == x.thread:
                 continue
             v = self.v_in(y, u)
-            if z3.is_int_value(v) and v.as_long() <= 0:
+            if isinstance(v, z3.IntNumRef) and v.as_long() <= 0:
                 continue
             if not any(r.thread == u for r in readers):
                 continue
