@@ -394,7 +394,8 @@ def _barrier_groups(enc: Any, program: Program) -> dict[Any, list[Event]]:
             groups.setdefault((pl.gpu, pl.cta, repr(e.bar)), []).append(e)
     out = {}
     for key, members in groups.items():
-        if any(m.bar_id is not None or m.bar_quorum is not None or m.bar_arrive or maybe_absent(enc, m) for m in members):
+        if any(m.bar_id is not None or m.bar_quorum is not None or m.bar_arrive or maybe_absent(enc, m)
+               for m in members):
             continue
         if len({m.thread for m in members}) != len(members):
             continue
