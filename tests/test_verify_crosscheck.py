@@ -237,3 +237,41 @@ def test_static_pruning_keeps_what_a_stuck_poll_reads(name, ranks, iterations, h
     pruned = stuck_reads(low, prune=True)
     assert pruned == stuck_reads(low, prune=False)
     assert bool(pruned) == hangs
+
+
+# -- guarded programs: a branch on a returned value, a cas that may not write ------------------------------------
+_EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[1] / "examples" / "protocols"
+#: 2 threads per rank: the block barriers are what the analysis still orders (with one thread it finds nothing)
+_GUARDED = [("last_arriver_barrier.py", 2, 2, 2), ("last_arriver_barrier_late_reset.py", 2, 2, 2),
+            ("signal_pad_cas.py", 2, 1, 1)]
+
+
+def _guarded_low(file: str, ranks: int, iterations: int, threads: int) -> VerifyInstance:
+    from collsim.ir.registry import load_protocol_file
+
+    return lower_instance(load_protocol_file(str(_EXAMPLES / file)), "one-shot",
+                          Bounds(ranks=ranks, iterations=iterations, threads=threads, lines=1))
+
+
+@pytest.mark.parametrize("file,ranks,iterations,threads", _GUARDED)
+def test_static_pruning_of_guarded_programs_removes_no_execution(file, ranks, iterations, threads):
+    """Guarded events are maybe absent: what the analysis still drops no execution uses, finishing or stuck."""
+    low = _guarded_low(file, ranks, iterations, threads)
+    from collsim.verify.models.static import maybe_absent
+
+    plain = encode(low, "ptx", ctx=z3.Context(), prune=False)
+    assert any(maybe_absent(plain, e) for e in low.events)
+    for liveness in (False, True):
+        assert (consumer_values(low, "ptx", prune=True, liveness=liveness)
+                == consumer_values(low, "ptx", prune=False, liveness=liveness)), liveness
+    assert stuck_reads(low, prune=True) == stuck_reads(low, prune=False)
+
+
+def test_static_pruning_drops_candidates_of_a_guarded_program_and_the_late_reset_is_still_caught():
+    from collsim.verify.verifier import verify
+
+    low = _guarded_low("last_arriver_barrier.py", 2, 2, 2)
+    assert encode(low, "ptx", ctx=z3.Context(), liveness=True).pruned > 0
+    r = verify(str(_EXAMPLES / "last_arriver_barrier_late_reset.py"), ranks=2, iterations=2, threads=1, lines=1,
+               properties=["hang"], dependencies=False, use_cache=False)
+    assert r.caught and r.properties["hang"].status == "violated"

@@ -37,6 +37,7 @@ from collsim.verify.instance import Bounds, InstrKind, VerifyInstance
 from collsim.verify.lower import data_path, lower_instance
 from collsim.verify.reference import reference_run
 from collsim.verify.models import encode
+from collsim.verify.models.build import add_all
 from collsim.verify.models.ptx import constant_increment
 from collsim.verify.properties import (
     PROPERTIES,
@@ -402,8 +403,7 @@ class _Checker:
     # -- solving ------------------------------------------------------------------------
     def _sync(self) -> None:
         cons = self.enc.cons
-        for c in cons[self._added:]:
-            self.solver.add(c)
+        add_all(self.solver, cons[self._added:])
         self._added = len(cons)
 
     def _check(self, lits: list[Any]) -> Any:

@@ -32,6 +32,7 @@ import z3
 
 from collsim.errors import InputError
 from collsim.verify.events import Event
+from collsim.verify.models.build import and_, ge, implies, is_false, lt, not_, or_
 
 __all__ = ["CAUSALITY", "VectorClocks", "Relational", "strategy"]
 
@@ -65,11 +66,11 @@ class VectorClocks:
                         self.V[e.id] = vec
                         for u in range(T):
                             if u != t:
-                                enc.cons.append(vec[u] >= prev[u])
-                                enc.cons.append(join[u] >= vec[u])
+                                enc.cons.append(ge(vec[u], prev[u]))
+                                enc.cons.append(ge(join[u], vec[u]))
                     for u in range(T):
                         if u != t:
-                            enc.cons.append(join[u] >= prev[u])
+                            enc.cons.append(ge(join[u], prev[u]))
                     prev = join
             self.J_before.append(befores)
         self._first_obs: dict[tuple[int, int], Any] = {}
@@ -77,7 +78,7 @@ class VectorClocks:
             vec = self.V[b.id]
             for u in range(T):
                 if u != b.thread:
-                    enc.cons.append(z3.Implies(cond, vec[u] >= self.v_out(a, u)))
+                    enc.cons.append(implies(cond, ge(vec[u], self.v_out(a, u))))
 
     def v_in(self, e: Event, u: int) -> Any:
         """How many leading instructions of thread ``u`` precede ``e`` in base causality (an int term)."""
@@ -96,9 +97,9 @@ class VectorClocks:
         if x.thread == y.thread:
             return z3.BoolVal(x.instr < y.instr, ctx=self.enc.ctx)
         v = self.v_in(y, x.thread)
-        if z3.is_int_value(v):
+        if isinstance(v, z3.IntNumRef):  # a constant (z3.is_int_value, without its four C calls)
             return z3.BoolVal(x.instr < v.as_long(), ctx=self.enc.ctx)
-        return z3.IntVal(x.instr, ctx=self.enc.ctx) < v
+        return lt(z3.IntVal(x.instr, ctx=self.enc.ctx), v)
 
     def _first_observer(self, x: Event, u: int, readers: list[Event]) -> Any:
         """An int no larger than the index of any read in thread ``u`` that observes write ``x``."""
@@ -111,8 +112,8 @@ class VectorClocks:
             enc.cons.append(m >= 0)
             for r in mine:
                 o = enc.obs(x, r)
-                if not z3.is_false(o):
-                    enc.cons.append(z3.Implies(o, m <= r.instr))
+                if not is_false(o):
+                    enc.cons.append(implies(o, m <= r.instr))
             if not mine:
                 enc.cons.append(m == 10 ** 6)
         return self._first_obs[key]
@@ -124,11 +125,11 @@ class VectorClocks:
             if u == y.thread or u == x.thread:
                 continue
             v = self.v_in(y, u)
-            if z3.is_int_value(v) and v.as_long() <= 0:
+            if isinstance(v, z3.IntNumRef) and v.as_long() <= 0:
                 continue
             if not any(r.thread == u for r in readers):
                 continue
-            terms.append(self._first_observer(x, u, readers) < v)
+            terms.append(lt(self._first_observer(x, u, readers), v))
         for z in readers:
             if z.thread == y.thread and z.instr < y.instr and z.id != x.id:
                 terms.append(self.enc.obs(x, z))
@@ -168,8 +169,8 @@ class Relational:
                 src = True if (a.id == o.id or enc.po(o, a)) else self._row_at(row, a)
                 if src is False:
                     continue
-                premise = cond if src is True else z3.And(src, cond)
-                enc.cons.append(z3.Implies(premise, row[b.id]))
+                premise = cond if src is True else and_(src, cond)
+                enc.cons.append(implies(premise, row[b.id]))
             for es in self.entries.values():
                 for p in es:
                     later = [q for q in es if q.instr > p.instr]
@@ -177,7 +178,7 @@ class Relational:
                         first = later[0].instr
                         for q in later:
                             if q.instr == first:
-                                enc.cons.append(z3.Implies(row[p.id], row[q.id]))
+                                enc.cons.append(implies(row[p.id], row[q.id]))
 
     def _row_at(self, row: dict[int, Any], x: Event) -> Any:
         """Reachability of ``x`` in ``row``: that of the entries at or before it (not its siblings)."""
@@ -186,7 +187,7 @@ class Relational:
             return False
         last = found[-1].instr
         terms = [row[e.id] for e in found if e.instr == last or e.id == x.id]
-        return terms[0] if len(terms) == 1 else z3.Or(terms)
+        return terms[0] if len(terms) == 1 else or_(terms)
 
     def _origin(self, x: Event) -> Event | None:
         for o in self.origins.get(x.thread, ()):
@@ -210,9 +211,9 @@ class Relational:
             if z.id == x.id or z.thread == x.thread:
                 continue
             o = self.enc.obs(x, z)
-            if z3.is_false(o):
+            if is_false(o):
                 continue
-            terms.append(z3.And(o, self.hb(z, y)))
+            terms.append(and_(o, self.hb(z, y)))
         return terms
 
 

@@ -58,6 +58,7 @@ import z3
 from collsim.errors import InputError
 from collsim.verify.events import (INDEPENDENT_RMW_OPS, VALUE_PREFIX, Event, EventKind, Instr, InstrKind, Program,
                                    rmw_result)
+from collsim.verify.models.build import and_, eq, implies, is_false, is_true, lt, not_, or_
 from collsim.verify.models.causality import strategy
 from collsim.verify.models.static import StaticOrder, prune_candidates
 from collsim.verify.models.witness import Witness, linearise
@@ -125,12 +126,12 @@ class Encoding:
             garbage = z3.Const(f"garbage_{index}", self.sort)
             self.arbitrary_terms[loc] = garbage
             if program.value_bits is None:
-                self.cons.append(z3.And(garbage >= 0, garbage < 2 ** bits))
+                self.cons.append(and_(garbage >= 0, garbage < 2 ** bits))
         #: with symbolic inputs and ``input_literal``: assuming this literal makes every input its constant
         self.concrete = z3.Bool("concrete", ctx=self.ctx)
         if symbolic_inputs and input_literal:
             for key, value in env.items():
-                self.cons.append(z3.Implies(self.concrete, self.input_terms[key] == value))
+                self.cons.append(implies(self.concrete, self.input_terms[key] == value))
         self.read_var: dict[int, Any] = {e.id: z3.Const(VALUE_PREFIX + e.name, self.sort) for e in self.ev
                                          if e.is_read}
         self._build_exec()
@@ -230,7 +231,7 @@ class Encoding:
         for e in self.ev:
             here = self.reached[(e.thread, e.instr)]
             g = self.guards[e.id]
-            self._exec[e.id] = here if g is None else z3.And(here, g)
+            self._exec[e.id] = here if g is None else and_(here, g)
         for t, thread in enumerate(program.threads):
             if thread:
                 self.cons.append(self.reached[(t, 0)])
@@ -238,8 +239,8 @@ class Encoding:
                 if instr.kind == InstrKind.POLL:
                     s = z3.Bool(f"stuck_{instr.id}", ctx=self.ctx)
                     self.stuck[instr.id] = s
-                    self.cons.append(z3.Implies(s, self.reached[(t, instr.index)]))
-                    self.cons.append(z3.Implies(self.finish, z3.Not(s)))
+                    self.cons.append(implies(s, self.reached[(t, instr.index)]))
+                    self.cons.append(implies(self.finish, not_(s)))
 
     def _link_reached(self, complete: dict[int, Any]) -> None:
         """Liveness: a thread gets past an instruction when it reached it, is not stuck there and its barriers complete."""
@@ -248,16 +249,16 @@ class Encoding:
                 here = self.reached[(t, instr.index)]
                 passes = [here]
                 if instr.kind == InstrKind.POLL:
-                    passes.append(z3.Not(self.stuck[instr.id]))
+                    passes.append(not_(self.stuck[instr.id]))
                 for e in instr.events:
                     if e.kind is EventKind.BARRIER and not e.bar_arrive:
                         g = self.guards[e.id]
-                        passes.append(complete[e.id] if g is None else z3.Or(z3.Not(g), complete[e.id]))
+                        passes.append(complete[e.id] if g is None else or_(not_(g), complete[e.id]))
                 nxt = self.reached.get((t, instr.index + 1))
                 if nxt is not None:
-                    self.cons.append(nxt == z3.And(passes, self.ctx))
+                    self.cons.append(nxt == and_(passes, self.ctx))
                 else:
-                    self.reached[(t, "done")] = z3.And(passes, self.ctx)
+                    self.reached[(t, "done")] = and_(passes, self.ctx)
 
     def exe(self, e: Event) -> Any:
         return self._exec[e.id]
@@ -296,10 +297,10 @@ class Encoding:
                 if e.writes_if is not None:
                     does = self._translate(e.writes_if)
                 self._written[e.id] = new
-                if does is None or z3.is_true(does):
+                if does is None or is_true(does):
                     self._writes[e.id] = self._exec[e.id]
                 else:
-                    self._writes[e.id] = z3.And(self._exec[e.id], does)
+                    self._writes[e.id] = and_(self._exec[e.id], does)
                 self._rmw_depends[e.id] = (e.rmw_op not in INDEPENDENT_RMW_OPS or e.writes_if is not None
                                            or (isinstance(e.value, Lin) and e.id in e.value.reads()))
 
@@ -338,15 +339,15 @@ class Encoding:
                 v = z3.Bool(f"rf_{'i' if w is None else w.id}_{r.id}", ctx=self.ctx)
                 self.rf[(None if w is None else w.id, r.id)] = v
                 lits.append(v)
-                self.cons.append(z3.Implies(v, self.rval(r) == self.wval(w, r.loc)))
-                if w is not None and (guarded or not z3.is_true(self._writes[w.id])):
-                    self.cons.append(z3.Implies(v, self.wr(w)))
+                self.cons.append(implies(v, eq(self.rval(r), self.wval(w, r.loc))))
+                if w is not None and (guarded or not is_true(self._writes[w.id])):
+                    self.cons.append(implies(v, self.wr(w)))
             if not lits:
-                self.cons.append(z3.Not(self.exe(r)))
+                self.cons.append(not_(self.exe(r)))
                 continue
             if guarded:
-                self.cons.append(z3.Implies(self.exe(r), z3.PbEq([(x, 1) for x in lits], 1, ctx=self.ctx)))
-                self.cons.append(z3.Implies(z3.Not(self.exe(r)), z3.And([z3.Not(x) for x in lits]
+                self.cons.append(implies(self.exe(r), z3.PbEq([(x, 1) for x in lits], 1, ctx=self.ctx)))
+                self.cons.append(implies(not_(self.exe(r)), and_([not_(x) for x in lits]
                                                                         + [self.rval(r) == self.term(0)])))
             else:
                 self.cons.append(z3.PbEq([(x, 1) for x in lits], 1, ctx=self.ctx))
@@ -369,7 +370,7 @@ class Encoding:
             return self.false()
         if wa is None:
             return self.wr(wb)
-        return z3.And(self.co_lit(wa, wb), self.wr(wa), self.wr(wb))
+        return and_(self.co_lit(wa, wb), self.wr(wa), self.wr(wb))
 
     # -- coherence order ----------------------------------------------------------------
     def must_order(self, a: Event, b: Event) -> bool:  # pragma: no cover - defined by each model
@@ -430,7 +431,7 @@ class Encoding:
                     for b in ws:
                         if b.id in (x.id, z.id):
                             continue
-                        self.cons.append(z3.Implies(z3.And(self.wr(b), self.co_lit(x, b), self.co_lit(b, z)),
+                        self.cons.append(implies(and_(self.wr(b), self.co_lit(x, b), self.co_lit(b, z)),
                                                     self._co_rel[(x.id, z.id)]))
 
     def co_lit(self, a: Event | None, b: Event | None) -> Any:
@@ -446,9 +447,9 @@ class Encoding:
             return self.true() if self._co_static[key] else self.false()
         cached = self._co_cache.get(key)
         if cached is None:
-            lt = self.co_pos[a.id] < self.co_pos[b.id]
+            before = lt(self.co_pos[a.id], self.co_pos[b.id])
             rel = self._co_rel.get(key)
-            cached = lt if rel is None else z3.And(rel, lt)
+            cached = before if rel is None else and_(rel, before)
             self._co_cache[key] = cached
         return cached
 
@@ -458,7 +459,7 @@ class Encoding:
             v = z3.Int(f"rpos_{r.id}", ctx=self.ctx)
             self._rpos[r.id] = v
             for w in self.cands[r.id]:
-                self.cons.append(z3.Implies(self.rf_lit(w, r), v == (-1 if w is None else self.co_pos[w.id])))
+                self.cons.append(implies(self.rf_lit(w, r), v == (-1 if w is None else self.co_pos[w.id])))
         return self._rpos[r.id]
 
     def fr(self, r: Event, w: Event) -> Any:
@@ -473,16 +474,16 @@ class Encoding:
             ordered = [src for src in srcs if src is None or (src.id, w.id) in self._co_static
                        or self.must_order(src, w)]
             loose = [src for src in srcs if src is not None and src not in ordered]
-            terms = [z3.And(self.rf_lit(src, r), self.co_lit(src, w)) for src in loose]
+            terms = [and_(self.rf_lit(src, r), self.co_lit(src, w)) for src in loose]
             if ordered:
                 if not loose:
                     which = self.exe(r)
                 elif len(ordered) <= len(loose) + 1:
-                    which = z3.Or([self.rf_lit(src, r) for src in ordered])
+                    which = or_([self.rf_lit(src, r) for src in ordered])
                 else:
-                    which = z3.And(self.exe(r), z3.Not(z3.Or([self.rf_lit(src, r) for src in loose])))
-                terms.append(z3.And(which, self._read_pos(r) < self.co_pos[w.id]))
-        out = self.false() if not terms else terms[0] if len(terms) == 1 else z3.Or(terms)
+                    which = and_(self.exe(r), not_(or_([self.rf_lit(src, r) for src in loose])))
+                terms.append(and_(which, lt(self._read_pos(r), self.co_pos[w.id])))
+        out = self.false() if not terms else terms[0] if len(terms) == 1 else or_(terms)
         self._fr_cache[key] = out
         return out
 
@@ -492,12 +493,12 @@ class Encoding:
             if w.id == r.id:
                 continue
             f = self.fr(r, w)
-            if not z3.is_false(f):
-                yield z3.And(f, self.wr(w)), w
+            if not is_false(f):
+                yield and_(f, self.wr(w)), w
 
     def self_fr(self, z: Event) -> Any:
         """An RMW reads from a write coherence-before its own write."""
-        return z3.Or([z3.And(self.rf_lit(w, z), self.co_lit(w, z)) for w in self.cands[z.id]] or [self.false()])
+        return or_([and_(self.rf_lit(w, z), self.co_lit(w, z)) for w in self.cands[z.id]] or [self.false()])
 
     def _build_location_axioms(self) -> None:  # pragma: no cover - defined by each model
         raise NotImplementedError
@@ -508,7 +509,7 @@ class Encoding:
         if when is None or not self.group_literals:
             return None
         lits = [self.assuming(s) for s in sorted(when, key=sorted)]
-        return lits[0] if len(lits) == 1 else z3.Or(lits)
+        return lits[0] if len(lits) == 1 else or_(lits)
 
     def assuming(self, assumptions: Iterable[str]) -> Any:
         """The literal that enables the atomic groups of one set of hardware assumptions (``group_literals``)."""
@@ -528,7 +529,7 @@ class Encoding:
                 at.setdefault(w.loc, []).append(g)
 
         def add(guard: Any, c: Any) -> None:
-            self.cons.append(c if guard is None else z3.Implies(guard, c))
+            self.cons.append(c if guard is None else implies(guard, c))
 
         # coherence agrees across the locations two write groups share
         seen: set[tuple[int, int]] = set()
@@ -566,20 +567,20 @@ class Encoding:
             polled = [e for e in instr.events if e.polled]
             # a loaded wait target (collsim.ir.expr.Loaded) is the read's value term; None: the bound constant
             want = self.term(instr.predicate.value) if isinstance(instr.predicate.value, Lin) else None
-            ok = z3.And([instr.predicate.holds(self.rval(e), want) for e in polled], self.ctx)
+            ok = and_([instr.predicate.holds(self.rval(e), want) for e in polled], self.ctx)
             if not self.live:
                 self.cons.append(ok)
                 continue
             stuck = self.stuck[instr.id]
             here = self.reached[(instr.thread, instr.index)]
-            self.cons.append(z3.Implies(z3.And(here, z3.Not(stuck)), ok))
-            self.cons.append(z3.Implies(stuck, z3.Not(ok)))
+            self.cons.append(implies(and_(here, not_(stuck)), ok))
+            self.cons.append(implies(stuck, not_(ok)))
             for r in polled:
                 for w in self.cands[r.id]:
-                    later = [z3.And(self.wr(o), self.co_lit(w, o)) for o in self.program.writes_at(r.loc)
+                    later = [and_(self.wr(o), self.co_lit(w, o)) for o in self.program.writes_at(r.loc)
                              if w is None or o.id != w.id]
                     if later:
-                        self.cons.append(z3.Implies(z3.And(stuck, self.rf_lit(w, r)), z3.Not(z3.Or(later, self.ctx))))
+                        self.cons.append(implies(and_(stuck, self.rf_lit(w, r)), not_(or_(later, self.ctx))))
 
     # -- barriers --------------------------------------------------------------------------
     def _bar_value(self, v: Any) -> Any:
@@ -630,23 +631,23 @@ class Encoding:
                     q = self.term(b.bar_quorum)
                     one, zero = self.term(1), self.term(0)
                     everyone = [b] + others
-                    reached = z3.Sum([z3.If(z3.And(self.exe(o), same(b, o)) if o is not b else self.exe(o), one, zero)
+                    reached = z3.Sum([z3.If(and_(self.exe(o), same(b, o)) if o is not b else self.exe(o), one, zero)
                                       for o in everyone])
-                    synced = z3.Sum([z3.If(z3.And(syncsel[o.id], same(b, o)) if o is not b else syncsel[o.id],
+                    synced = z3.Sum([z3.If(and_(syncsel[o.id], same(b, o)) if o is not b else syncsel[o.id],
                                            one, zero) for o in everyone])
                     has_q = z3.Bool(f"barquorum_{b.id}", ctx=self.ctx)
                     ge = (lambda x, y: z3.UGE(x, y)) if z3.is_bv(q) else (lambda x, y: x >= y)
-                    self.cons += [z3.Implies(ge(reached, q), has_q), has_q == ge(synced, q),
-                                  z3.Implies(syncsel[b.id], self.exe(b))]
+                    self.cons += [implies(ge(reached, q), has_q), has_q == ge(synced, q),
+                                  implies(syncsel[b.id], self.exe(b))]
                     complete[b.id] = has_q
                 if not self.live and not b.bar_arrive:
-                    self.cons.append(z3.Implies(self.exe(b), complete[b.id]))
+                    self.cons.append(implies(self.exe(b), complete[b.id]))
             for b1 in members:
                 for b2 in members:
                     if b1.thread == b2.thread or b2.bar_arrive:
                         continue
                     cond = _fold_and(self, [syncsel[b1.id], self.exe(b2), same(b1, b2), complete[b2.id]])
-                    if not z3.is_false(cond):
+                    if not is_false(cond):
                         self.bar_edges.append((b1, b2, cond))
         if self.live:
             self._link_reached(complete)
@@ -674,7 +675,7 @@ class Encoding:
                 for e in earlier:
                     same = self.exe(e)
                     if e.bar_id is not None and b.bar_id is not None:
-                        same = z3.And(same, self.term(e.bar_id) == self.term(b.bar_id))
+                        same = and_(same, self.term(e.bar_id) == self.term(b.bar_id))
                     counts.append(z3.If(same, z3.IntVal(1, ctx=self.ctx), z3.IntVal(0, ctx=self.ctx)))
                 phase[b.id] = z3.Sum(counts) if counts else 0
         return phase
@@ -718,14 +719,14 @@ class Encoding:
         passes = {}
         for e_id in arrive:
             e = self.ev[e_id]
-            passes[e_id] = z3.And(self.exe(e), complete[e_id]) if not e.bar_arrive else self.exe(e)
+            passes[e_id] = and_(self.exe(e), complete[e_id]) if not e.bar_arrive else self.exe(e)
             self.cons.append(arrive[e_id] <= leave[e_id])
             if e.bar_arrive:
                 self.cons.append(leave[e_id] == arrive[e_id])
         for thread in self.program.threads:
             bars = [e for instr in thread for e in instr.events if e.id in arrive]
             for a, b in combinations(bars, 2):
-                self.cons.append(z3.Implies(z3.And(passes[a.id], self.exe(b)), leave[a.id] < arrive[b.id]))
+                self.cons.append(implies(and_(passes[a.id], self.exe(b)), leave[a.id] < arrive[b.id]))
         for members in groups.values():
             for b in members:
                 if b.bar_arrive:
@@ -735,7 +736,7 @@ class Encoding:
                         continue
                     waits_for = syncsel[o.id] if o.bar_quorum is not None else self.exe(o)
                     s = same_of.get((b.id, o.id), self.true())
-                    self.cons.append(z3.Implies(z3.And(passes[b.id], waits_for, s), leave[b.id] >= arrive[o.id]))
+                    self.cons.append(implies(and_(passes[b.id], waits_for, s), leave[b.id] >= arrive[o.id]))
 
     # -- no thin air ------------------------------------------------------------------------
     def _build_thin_air(self) -> None:
@@ -763,7 +764,7 @@ class Encoding:
             if r.is_read:
                 for w in self.cands[r.id]:
                     if w is not None:
-                        self.cons.append(z3.Implies(self.rf_lit(w, r), wclk[w.id] < rclk[r.id]))
+                        self.cons.append(implies(self.rf_lit(w, r), lt(wclk[w.id], rclk[r.id])))
         for e in self.ev:
             for d in sorted(self.program.deps_of(e)):
                 target = wclk.get(e.id, rclk.get(e.id))
@@ -803,7 +804,7 @@ class Encoding:
         self._build_sync()
         for a, b, cond in self.bar_edges:
             self._sync_cond.setdefault((a.id, b.id), []).append(cond)
-        edges = [(self.ev[a], self.ev[b], z3.Or(conds, self.ctx) if len(conds) > 1 else conds[0])
+        edges = [(self.ev[a], self.ev[b], or_(conds, self.ctx) if len(conds) > 1 else conds[0])
                  for (a, b), conds in self._sync_cond.items()]
         self.causality = self.causality_class(self, edges)
         self._build_causality_axioms()
@@ -823,7 +824,7 @@ class Encoding:
 
     def edge(self, a: Event, b: Event, cond: Any) -> None:
         """A synchronisation edge of base causality from ``a`` to ``b``, present when ``cond``."""
-        if not z3.is_false(cond):
+        if not is_false(cond):
             self._sync_cond.setdefault((a.id, b.id), []).append(cond)
 
     # -- final values ------------------------------------------------------------------------
@@ -832,12 +833,12 @@ class Encoding:
         if loc not in self._finals:
             fin = z3.Const(f"final!{loc}", self.sort)
             ws = self.program.writes_at(loc)
-            options = [z3.And([z3.Not(self.wr(w)) for w in ws] + [fin == self.wval(None, loc)])]
+            options = [and_([not_(self.wr(w)) for w in ws] + [fin == self.wval(None, loc)])]
             for w in ws:
-                later = [z3.And(self.wr(o), self.co_lit(w, o)) for o in ws if o.id != w.id]
-                options.append(z3.And(self.wr(w), z3.Not(z3.Or(later)) if later else self.true(),
+                later = [and_(self.wr(o), self.co_lit(w, o)) for o in ws if o.id != w.id]
+                options.append(and_(self.wr(w), not_(or_(later)) if later else self.true(),
                                       fin == self.wval(w, loc)))
-            self.cons.append(z3.Or(options))
+            self.cons.append(or_(options))
             self._finals[loc] = fin
         return self._finals[loc]
 
@@ -871,7 +872,7 @@ class Encoding:
         """Whether term ``t`` is true in model ``m``."""
         if isinstance(t, bool):
             return t
-        return z3.is_true(m.eval(t, model_completion=True))
+        return is_true(m.eval(t, model_completion=True))
 
     @staticmethod
     def num(m: z3.ModelRef, t: Any) -> int:
@@ -913,7 +914,7 @@ class Encoding:
         for k, t in (extra or {}).items():
             t = self._translate(t) if isinstance(t, z3.ExprRef) else t
             if isinstance(t, z3.BoolRef):
-                ext[k] = z3.is_true(m.eval(t, model_completion=True))
+                ext[k] = is_true(m.eval(t, model_completion=True))
             elif isinstance(t, z3.ExprRef):
                 ext[k] = self.num(m, t)
             else:
@@ -929,28 +930,28 @@ def _and_guards(a: Any, b: Any) -> Any:
         return b
     if b is None:
         return a
-    return z3.And(a, b)
+    return and_(a, b)
 
 
 def _fold_and(enc: Encoding, parts: list[Any]) -> Any:
     out = []
     for p in parts:
-        if z3.is_true(p):
+        if is_true(p):
             continue
-        if z3.is_false(p):
+        if is_false(p):
             return enc.false()
         out.append(p)
     if not out:
         return enc.true()
-    return out[0] if len(out) == 1 else z3.And(out)
+    return out[0] if len(out) == 1 else and_(out)
 
 
 def _or_not(enc: Encoding, a: Any, same: Any) -> Any:
-    if z3.is_true(same):
+    if is_true(same):
         return a
-    if z3.is_false(same):
+    if is_false(same):
         return enc.true()
-    return z3.Or(a, z3.Not(same))
+    return or_(a, not_(same))
 
 
 def check_scope(e: Event) -> None:

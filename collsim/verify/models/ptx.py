@@ -52,6 +52,7 @@ from typing import Any
 import z3
 
 from collsim.verify.events import Event, EventKind
+from collsim.verify.models.build import and_, eq, implies, is_false, is_true, le, lt, not_, or_
 from collsim.verify.models.encoding import Encoding
 from collsim.verify.terms import Lin
 
@@ -100,23 +101,23 @@ class PTXEncoding(Encoding):
             for a in events:
                 for b in events:
                     if self.po(a, b) and a.virtual_loc == b.virtual_loc:
-                        self.cons.append(clk[a.id] < clk[b.id])
+                        self.cons.append(lt(clk[a.id], clk[b.id]))
         for r in self.ev:
             if not r.is_read:
                 continue
             for w in self.cands[r.id]:
                 if w is not None and self.ms(w, r):
-                    self.cons.append(z3.Implies(self.rf_lit(w, r), clk[w.id] < clk[r.id]))
+                    self.cons.append(implies(self.rf_lit(w, r), lt(clk[w.id], clk[r.id])))
             for cond, w in self.fr_pairs(r):
                 if self.ms(r, w):
-                    self.cons.append(z3.Implies(cond, clk[r.id] < clk[w.id]))
+                    self.cons.append(implies(cond, lt(clk[r.id], clk[w.id])))
         for loc in program.locs:
             ws = program.writes_at(loc)
             for a in ws:
                 for b in ws:
                     if a.id != b.id and self.ms(a, b):
-                        self.cons.append(z3.Implies(z3.And(self.co_lit(a, b), self.wr(a), self.wr(b)),
-                                                    clk[a.id] < clk[b.id]))
+                        self.cons.append(implies(and_(self.co_lit(a, b), self.wr(a), self.wr(b)),
+                                                    lt(clk[a.id], clk[b.id])))
         # Atomicity (8.10.3): an RMW and an ms write W: not both reading from before W and following W in
         # coherence order. An RMW is co-after an ms write it reads (SC per location, stated for the solver).
         for z in self.ev:
@@ -124,13 +125,13 @@ class PTXEncoding(Encoding):
                 continue
             for w in self.cands[z.id]:
                 if w is not None and self.ms(w, z):
-                    self.cons.append(z3.Implies(self.rf_lit(w, z), self.co_lit(w, z)))
+                    self.cons.append(implies(self.rf_lit(w, z), self.co_lit(w, z)))
             for other in program.writes_at(z.loc):
                 if other.id == z.id or not self.ms(other, z):
                     continue
                 f = self.fr(z, other)
-                if not z3.is_false(f):
-                    self.cons.append(z3.Not(z3.And(self.wr(other), f, self.co_lit(other, z))))
+                if not is_false(f):
+                    self.cons.append(not_(and_(self.wr(other), f, self.co_lit(other, z))))
         self._counter_sums()
 
     def _counter_sums(self) -> None:
@@ -161,10 +162,10 @@ class PTXEncoding(Encoding):
                 if not r.is_read or not self.cands[r.id]:
                     continue
                 pos = self._read_pos(r)
-                parts = [z3.If(z3.And(self.wr(a), self.co_pos[a.id] <= pos), self.term(incs[a.id]), self.term(0))
+                parts = [z3.If(and_(self.wr(a), self.co_pos[a.id] <= pos), self.term(incs[a.id]), self.term(0))
                          for a in ws if a.id != r.id]
                 total = z3.Sum([self.term(self.program.init_value(loc))] + parts)
-                self.cons.append(z3.Implies(self.exe(r), self.rval(r) == total))
+                self.cons.append(implies(self.exe(r), self.rval(r) == total))
 
     # -- observation and synchronisation -------------------------------------------------------
     def _build_sync(self) -> None:
@@ -206,11 +207,11 @@ class PTXEncoding(Encoding):
             for w, r in pairs:
                 o = self._obs[(w.id, r.id)]
                 if self.ms(w, r):
-                    self.cons.append(z3.Implies(self.rf_lit(w, r), o))
+                    self.cons.append(implies(self.rf_lit(w, r), o))
                 for z in rmws:
                     if z.id in (w.id, r.id) or (w.id, z.id) not in self._obs or not self.ms(z, r):
                         continue
-                    self.cons.append(z3.Implies(z3.And(self._obs[(w.id, z.id)], self.rf_lit(z, r)), o))
+                    self.cons.append(implies(and_(self._obs[(w.id, z.id)], self.rf_lit(z, r)), o))
 
     def _chain_observation(self, loc: Any, events: list[Event]) -> None:
         ctx = self.ctx
@@ -236,14 +237,14 @@ class PTXEncoding(Encoding):
             for src in self.cands[r.id]:
                 lit = self.rf_lit(src, r)
                 if src is not None and self.ms(src, r):
-                    self.cons.append(z3.Implies(lit, z3.And(sc == chain[src.id], ss == step[src.id])))
+                    self.cons.append(implies(lit, and_(eq(sc, chain[src.id]), eq(ss, step[src.id]))))
                     if r.kind is EventKind.RMW:
-                        self.cons.append(z3.Implies(lit, z3.And(chain[r.id] == chain[src.id],
+                        self.cons.append(implies(lit, and_(eq(chain[r.id], chain[src.id]),
                                                                 step[r.id] == step[src.id] + 1)))
                 else:
-                    self.cons.append(z3.Implies(lit, sc == -1))
+                    self.cons.append(implies(lit, sc == -1))
                     if r.kind is EventKind.RMW:
-                        self.cons.append(z3.Implies(lit, z3.And(chain[r.id] == r.id + 1, step[r.id] == 0)))
+                        self.cons.append(implies(lit, and_(chain[r.id] == r.id + 1, step[r.id] == 0)))
         self._chains[loc] = (chain, step, seen_chain, seen_step)
 
     def obs(self, w: Event, r: Event) -> Any:
@@ -259,7 +260,7 @@ class PTXEncoding(Encoding):
             cached = self._chain_obs.get(key)
             if cached is None:
                 chain, step, seen_chain, seen_step = chains
-                cached = z3.And(self.exe(r), seen_chain[r.id] == chain[w.id], step[w.id] <= seen_step[r.id])
+                cached = and_(self.exe(r), eq(seen_chain[r.id], chain[w.id]), le(step[w.id], seen_step[r.id]))
                 self._chain_obs[key] = cached
             return cached
         if not self.ms(w, r):
@@ -316,10 +317,10 @@ class PTXEncoding(Encoding):
                     if not pairs:
                         continue
                     o = self.obs(w, r)
-                    if z3.is_false(o):
+                    if is_false(o):
                         continue
                     for x, y in pairs:
-                        cond = z3.And(self.exe(x), self.exe(y), o) if guarded else o
+                        cond = and_(self.exe(x), self.exe(y), o) if guarded else o
                         self.edge(x, y, cond)
 
     def _fence_sc_edges(self) -> None:
@@ -339,7 +340,7 @@ class PTXEncoding(Encoding):
                 if not self.ms(a, b):
                     continue
                 before = self.sc_pos[a.id] < self.sc_pos[b.id]
-                self.edge(a, b, z3.And(before, self.exe(a), self.exe(b)))
+                self.edge(a, b, and_(before, self.exe(a), self.exe(b)))
                 self._fsc.append((a, b, before))
 
     # -- causality ---------------------------------------------------------------------------------
@@ -351,7 +352,7 @@ class PTXEncoding(Encoding):
             return cache[key]
         if a.is_mem and b.is_mem and a.virtual_loc != b.virtual_loc:
             fences = [f for f in self.ev if f.kind is EventKind.FENCE and f.sem == "proxy_alias"]
-            terms = [z3.And(self.hb(a, f), self.hb(f, b)) for f in fences]
+            terms = [and_(self.hb(a, f), self.hb(f, b)) for f in fences]
         else:
             terms = [self.hb(a, b)]
             if a.is_write:
@@ -360,8 +361,8 @@ class PTXEncoding(Encoding):
                     readers_of[a.id] = [z for z in self.program.reads_at(a.loc)
                                         if z.id != a.id and z.virtual_loc == a.virtual_loc]
                 terms += self.causality.observed_then(a, b, readers_of[a.id])
-        terms = [t for t in terms if not z3.is_false(t)]
-        cache[key] = z3.Or(terms, self.ctx) if terms else self.false()
+        terms = [t for t in terms if not is_false(t)]
+        cache[key] = or_(terms, self.ctx) if terms else self.false()
         return cache[key]
 
     def _build_causality_axioms(self) -> None:
@@ -369,8 +370,8 @@ class PTXEncoding(Encoding):
         # Fence-SC: Fence-SC order never contradicts causality
         for a, b, before in self._fsc:
             h = self.hb(a, b)
-            if not z3.is_false(h):
-                self.cons.append(z3.Implies(z3.And(z3.Not(before), self.exe(a), self.exe(b)), z3.Not(h)))
+            if not is_false(h):
+                self.cons.append(implies(and_(not_(before), self.exe(a), self.exe(b)), not_(h)))
         for loc in program.locs:
             ws = program.writes_at(loc)
             # Coherence: causality order between writes is coherence order
@@ -378,25 +379,25 @@ class PTXEncoding(Encoding):
                 for b in ws:
                     if a.id != b.id and _ordered_across(a, b):
                         c = self.cause(a, b)
-                        if not z3.is_false(c):
-                            self.cons.append(z3.Implies(z3.And(c, self.wr(a), self.wr(b)), self.co_lit(a, b)))
+                        if not is_false(c):
+                            self.cons.append(implies(and_(c, self.wr(a), self.wr(b)), self.co_lit(a, b)))
             # Causality: irreflexive((rf | fr); cause)
             for r in program.reads_at(loc):
                 for w in self.cands[r.id]:
                     if w is not None and _ordered_across(w, r):
                         c = self.cause(r, w)
-                        if not z3.is_false(c):
-                            self.cons.append(z3.Implies(self.rf_lit(w, r), z3.Not(c)))
+                        if not is_false(c):
+                            self.cons.append(implies(self.rf_lit(w, r), not_(c)))
                 for cond, w in self.fr_pairs(r):
                     if _ordered_across(w, r):
                         c = self.cause(w, r)
-                        if not z3.is_false(c):
-                            self.cons.append(z3.Implies(cond, z3.Not(c)))
+                        if not is_false(c):
+                            self.cons.append(implies(cond, not_(c)))
                 if r.kind is EventKind.RMW:
                     # an RMW that reads a write coherence-before its own write is not caused by itself
                     c = self.cause(r, r)
-                    if not z3.is_false(c):
-                        self.cons.append(z3.Implies(self.self_fr(r), z3.Not(c)))
+                    if not is_false(c):
+                        self.cons.append(implies(self.self_fr(r), not_(c)))
 
 
 def _ordered_across(a: Event, b: Event) -> bool:

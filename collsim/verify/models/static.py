@@ -41,9 +41,35 @@ an event that only runs if it did, so the conclusions also hold in the hang
 check's executions, where polls may be stuck. The poll's own read is the
 exception: stuck, it may read any candidate, so under liveness its view
 leaves out the synchronisation its exit would force. The analysis iterates (what
-it drops can force more polls) and is skipped for programs with guarded
-events or atomic operations whose write does not depend on their read
-(litmus tests: small, and not straight-line).
+it drops can force more polls) and is skipped for programs with atomic
+operations whose write does not depend on their read (``exch``: one node
+per event would chain through it).
+
+Guarded events (a ``When`` branch, a ``cas`` that may not write)
+----------------------------------------------------------------
+An event whose guard is not ``None`` (or a write that may not write,
+``writes_if``) is *maybe absent*: its thread can pass it without it running.
+Every other event runs whenever its thread gets to it, which is all the
+arguments above use. So where guarded events exist:
+
+* dependencies are kept whole: the encoding's No-Thin-Air clocks order
+  every dependency and control edge whether or not its events run, so what
+  they forbid the encoding forbids too;
+* a poll forces nothing if one of its events is maybe absent (skipped, its
+  thread goes on without having read an exiting write), nor a counter poll
+  one of whose adds is;
+* a forced synchronisation needs its release source to have run (the write
+  the poll read, which did, or an unguarded event before it in its thread)
+  and its acquire sink to run when the poll's thread gets there (the poll's
+  read, or an unguarded event after it);
+* a barrier with a maybe-absent use is no static synchronisation;
+* a write is "known seen" by a read (Causality: the read cannot read from a
+  write coherence-before it) only if it is not maybe absent: a write that
+  precedes the read in static base causality has then run.
+
+Dropping a candidate ``w`` of a read ``r`` because ``r`` precedes ``w``
+needs nothing more: in an execution where one of them does not run, ``r``
+does not read ``w`` anyway.
 """
 from __future__ import annotations
 
@@ -76,9 +102,11 @@ def prune_candidates(enc: Any, rounds: int = 4) -> tuple[int, StaticOrder]:
     Returns the number dropped and the static base causality found.
     """
     program: Program = enc.program
-    if any(e.guard is not None for e in program.events):
-        return 0, StaticOrder()
-    if any(e.kind is EventKind.RMW and (e.rmw_op in INDEPENDENT_RMW_OPS or e.value is None) for e in program.events):
+    # one node per event below: an RMW's write must depend on its read, as the encoding's No-Thin-Air clocks
+    # say (an ``exch`` does not; an add, a ``cas``, an RMW whose value reads itself do)
+    depends = getattr(enc, "_rmw_depends", {})
+    if any(e.kind is EventKind.RMW and not depends.get(e.id, e.rmw_op not in INDEPENDENT_RMW_OPS)
+           for e in program.events):
         return 0, StaticOrder()
     causal = getattr(enc, "release_sources", None) is not None and enc.model == "ptx"
     dropped = 0
@@ -185,6 +213,8 @@ class _Analysis:
         for instr in program.instrs:
             if instr.kind is not InstrKind.POLL or instr.predicate is None or isinstance(instr.predicate.value, Lin):
                 continue  # (a loaded wait target is no constant: nothing is forced)
+            if any(maybe_absent(self.enc, e) for e in instr.events):
+                continue  # a skipped poll's thread goes on without an exiting write
             for r in instr.events:
                 if not r.polled:
                     continue
@@ -220,6 +250,8 @@ class _Analysis:
                 if r.loc in enc.arbitrary_terms:
                     continue  # a counter that starts as any pattern reaches no known threshold
                 adds = program.writes_at(r.loc)
+                if maybe_absent(enc, r) or any(maybe_absent(enc, a) for a in adds):
+                    continue
                 steps = [_increment(a) for a in adds]
                 if not adds or any(s is None or s <= 0 for s in steps):
                     continue
@@ -245,12 +277,14 @@ class _Analysis:
         if not sinks:
             return
         for y in sinks:
+            if y.id != r.id and maybe_absent(enc, y):
+                continue  # it may not run where the poll's thread gets to it
             if every:
                 for w in writes:
                     if not enc.ms(w, r):
                         continue
                     for x in enc.release_sources(w):
-                        if x.id != y.id and enc.ms(x, y):
+                        if x.id != y.id and enc.ms(x, y) and (x.id == w.id or not maybe_absent(enc, x)):
                             self.sync.append((x, y))
                 continue
             # whichever write is read: the release that orders least
@@ -258,7 +292,8 @@ class _Analysis:
             for w in writes:
                 if not (w.strong and enc.ms(w, r)):
                     return
-                options = [x for x in enc.release_sources(w) if x.id != y.id and enc.ms(x, y)]
+                options = [x for x in enc.release_sources(w) if x.id != y.id and enc.ms(x, y)
+                           and (x.id == w.id or not maybe_absent(enc, x))]
                 if not options:
                     return
                 best.append(max(options, key=lambda x: x.instr))
@@ -270,7 +305,7 @@ class _Analysis:
         program = self.program
         T = len(program.threads)
         edges: list[tuple[Event, Event]] = list(self.sync)
-        for groups in _barrier_groups(program).values():
+        for groups in _barrier_groups(self.enc, program).values():
             for a in groups:
                 for b in groups:
                     if a.thread != b.thread:
@@ -313,7 +348,7 @@ class _Analysis:
     def prune(self) -> tuple[int, StaticOrder]:
         program = self.program
         view = None
-        if self.causal and (self.sync or _barrier_groups(program)):
+        if self.causal and (self.sync or _barrier_groups(self.enc, program)):
             view, _ = self._views()
         order = StaticOrder(view)
         precedes = order.before
@@ -330,7 +365,7 @@ class _Analysis:
                 keep.append(w)
             if view is not None:
                 seen = [w for w in program.writes_at(r.loc) if w.id != r.id and w.virtual_loc == r.virtual_loc
-                        and precedes(w, r)]
+                        and not maybe_absent(self.enc, w) and precedes(w, r)]
                 if seen:
                     keep = [w for w in keep if not _hidden(w, seen, order)]
             if keep and len(keep) < len(options):
@@ -350,7 +385,7 @@ def _hidden(w: Event | None, seen: list[Event], order: StaticOrder) -> bool:
     return False
 
 
-def _barrier_groups(program: Program) -> dict[Any, list[Event]]:
+def _barrier_groups(enc: Any, program: Program) -> dict[Any, list[Event]]:
     """Barriers every thread of a CTA uses once, in the same place: static synchronisation."""
     groups: dict[Any, list[Event]] = {}
     for e in program.events:
@@ -359,12 +394,21 @@ def _barrier_groups(program: Program) -> dict[Any, list[Event]]:
             groups.setdefault((pl.gpu, pl.cta, repr(e.bar)), []).append(e)
     out = {}
     for key, members in groups.items():
-        if any(m.bar_id is not None or m.bar_quorum is not None or m.bar_arrive for m in members):
+        if any(m.bar_id is not None or m.bar_quorum is not None or m.bar_arrive or maybe_absent(enc, m)
+               for m in members):
             continue
         if len({m.thread for m in members}) != len(members):
             continue
         out[key] = members
     return out
+
+
+def maybe_absent(enc: Any, e: Event) -> bool:
+    """Whether ``e``'s thread can get past it without it running (a guard), or a write without writing."""
+    if enc.guards.get(e.id) is not None or e.writes_if is not None:
+        return True
+    # a write whose writing has a condition of its own (a litmus ``cas``: ``wr`` is ``exe`` and the comparison)
+    return e.is_write and enc.wr(e) is not enc.exe(e)
 
 
 def _constant(w: Event) -> int | None:
