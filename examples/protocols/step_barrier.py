@@ -17,6 +17,8 @@ step_barrier_peer.py is that bug.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from collsim.ir import (ITER, NRANKS, PEER, PEER_INDEX, RANK, AtLeast, Buffer, Issuer, Load, PollUntil, Ref,
                         Scope, Sem, Store, SyncGroup, counter_layout)
 from collsim.ir.expr import Loaded
@@ -60,19 +62,21 @@ class StepBarrier(Barrier):
 
     # the barrier's wait target needs the phases per launch, which the inherited hooks do not pass on: each hook
     # lends it to _barrier for its own duration only, so no state outlives a hook
-    def exchange(self, b, ex):
-        self._phases = ex.phases_per_iter
+    @contextmanager
+    def _lend_phases(self, phases):
+        self._phases = phases
         try:
-            super().exchange(b, ex)
+            yield
         finally:
             del self._phases
 
+    def exchange(self, b, ex):
+        with self._lend_phases(ex.phases_per_iter):
+            super().exchange(b, ex)
+
     def epilogue(self, b, launch):
-        self._phases = launch.phases_per_iter
-        try:
+        with self._lend_phases(launch.phases_per_iter):
             super().epilogue(b, launch)
-        finally:
-            del self._phases
         saved = self.epoch(2 * (ITER + 1) * launch.phases_per_iter - 1)
         b.emit(Store(Ref("steps", RANK), None, self.params["step_sem"], Scope.SYS, flag=saved,
                      issuer=Issuer.LEADER, label="save_step"))
