@@ -458,11 +458,10 @@ class _Checker:
         events, enc = self.low.events, self.enc
         hints = [enc.rf_lit(None if w is None else events[w], events[r]) for r, w in self.ref.rf.items()]
         for order in self.ref.co.values():
-            writes = [w for w in order if w is not None]
-            # positions exactly as the reference order, every pair of its writes related: no arithmetic left
-            # to search for the order (the positions are a linear extension; the values only pick one)
-            hints += [enc.co_pos[w] == i for i, w in enumerate(writes) if w in enc.co_pos]
-            hints += [enc.co_lit(events[a], events[b]) for i, a in enumerate(writes) for b in writes[i + 1:]]
+            # consecutive pairs only: transitivity gives the rest (fixing every position exactly as well was
+            # slower: atomic-counter 4x3 premise 3.0 -> 3.4 s)
+            writes = [events[w] for w in order if w is not None]
+            hints += [enc.co_lit(a, b) for a, b in zip(writes, writes[1:])]
         return [h for h in hints if not z3.is_true(h)]
 
     def _premise(self, sset: frozenset[str]) -> str:
