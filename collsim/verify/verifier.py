@@ -431,7 +431,8 @@ class _Checker:
         """Why no execution in which every thread finishes exists, or None: the reference run's reads-from, tried first, is one."""
         if sset not in self._vacuous:
             lits = self._mode(sset, True)
-            hints = self._reference_hints() if self.ref.completed else []
+            hints = [self.enc.rf_lit(None if w is None else self.low.events[w], self.low.events[r])
+                     for r, w in self.ref.rf.items()] if self.ref.completed else []
             reason = None
             if not hints or self._check(lits + hints) != z3.sat:
                 base = self._check(lits)
@@ -447,25 +448,6 @@ class _Checker:
                 self._witness[sset] = "the reference run's reads-from"
             self._vacuous[sset] = reason
         return self._vacuous[sset]
-
-    def _reference_hints(self) -> list[Any]:
-        """The reference run's reads-from and coherence choices as literals to assume.
-
-        Any model under them is an execution of the encoding (they only pick among its choices), so a sat
-        answer is a witness of the premise; unsat or unknown says nothing and the free query decides.
-        Fixing coherence too leaves the solver little to search (atomic-counter's counter chains).
-        """
-        events, enc = self.low.events, self.enc
-        hints = [enc.rf_lit(None if w is None else events[w], events[r]) for r, w in self.ref.rf.items()]
-        for order in self.ref.co.values():
-            # consecutive pairs of RMWs only (a chain of atomic updates, whose order the counter sums turn into
-            # arithmetic): transitivity gives the rest. Fixing every position exactly was slower (atomic-counter
-            # 4x3 premise 3.0 -> 3.4 s), and so was fixing the order of plain stores (sentinel 4x3 1.4 -> 2.2 s:
-            # the later queries on the same solver slowed)
-            writes = [events[w] for w in order if w is not None]
-            hints += [enc.co_lit(a, b) for a, b in zip(writes, writes[1:])
-                      if a.rmw_op is not None and b.rmw_op is not None]
-        return [h for h in hints if not z3.is_true(h)]
 
     def _premise(self, sset: frozenset[str]) -> str:
         """The satisfied premise a ``holds`` rests on (after :meth:`_vacuity` found it satisfiable)."""
