@@ -21,7 +21,7 @@ from collsim.atomicfile import atomic_write_text
 __all__ = ["cache_dir", "cache_key", "load", "store", "VERIFIER_VERSION"]
 
 #: bump when the encoding or the properties change meaning
-VERIFIER_VERSION = "verify-2"  # verify-2: a verdict that holds records its premise
+VERIFIER_VERSION = "verify-3"  # verify-2: a verdict that holds records its premise; verify-3: or its slice
 
 
 def cache_dir() -> Path:

@@ -301,9 +301,17 @@ class Instr:
     id: int = -1
     ctrl: frozenset[int] = frozenset()
     source: str = ""  # where protocol code emitted the operation ("file:line"), for counterexamples
+    #: how many element events the instruction has in the instance (a slice keeps fewer); None: ``len(events)``
+    elements: int | None = None
 
     def __post_init__(self) -> None:
         self.kind = InstrKind(self.kind)
+
+    @property
+    def single_element(self) -> bool:
+        """Whether the instruction is one element access (a synchronisation from it then orders the access itself;
+        the elements of a vector access are unordered, PTX ISA §8.2.4)."""
+        return (len(self.events) if self.elements is None else self.elements) == 1
 
 
 @dataclass(eq=False)

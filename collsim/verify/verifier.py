@@ -33,6 +33,7 @@ from collsim.ir.assumptions import get_assumption
 from collsim.ir.protocol import Protocol
 from collsim.ir.registry import list_mutants, list_protocols, load_protocol
 from collsim.verify import cache as _cache
+from collsim.verify.events import Event, Instr
 from collsim.verify.instance import Bounds, InstrKind, VerifyInstance
 from collsim.verify.lower import data_path, lower_instance
 from collsim.verify.reference import reference_run
@@ -55,6 +56,7 @@ from collsim.verify.report import Counterexample, build_counterexample
 from collsim.verify.terms import Lin
 from collsim.verify.instance import long_integer_text, threads_text
 from collsim.verify.solver import raise_if_interrupted
+from collsim.verify.slicing import Slice, slice_instance, sliceable
 from collsim.verify.symmetry import anchored, rank_rotation, word_rotation
 
 __all__ = [
@@ -375,8 +377,15 @@ class _Checker:
     """
 
     def __init__(self, low: VerifyInstance, model: str, timeout: float, ctx: z3.Context,
-                 progress: "Callable[[str], None] | None" = None) -> None:
+                 progress: "Callable[[str], None] | None" = None, slicing: bool = False) -> None:
         self.low = low
+        #: ask each query first on the instance sliced to the locations its candidates need (:meth:`_on_slice`)
+        self.slicing = slicing and sliceable(low)
+        self._slices: dict[frozenset, _Checker] = {}
+        #: on a slice's checker: per property, the keys of the candidate violations to ask (the instance's)
+        self.only: dict[str, set] = {}
+        #: on a slice's checker: the slice
+        self.slice: Slice | None = None
         self.model = model
         self.timeout = timeout
         self.ctx = ctx
@@ -453,8 +462,9 @@ class _Checker:
         """The satisfied premise a ``holds`` rests on (after :meth:`_vacuity` found it satisfiable)."""
         polls = sum(1 for i in self.low.instrs if i.kind is InstrKind.POLL)
         reads = sum(1 for e in self.low.events if e.consumer is not None)
+        consumers = f", all {reads} consumer read(s) reached" if reads else ""  # none: a slice of polls alone
         return (f"an execution in which every thread finishes ({self._witness[sset]}): all {polls} poll(s) "
-                f"satisfied, all {reads} consumer read(s) reached")
+                f"satisfied{consumers}")
 
     # -- queries ------------------------------------------------------------------------
     def _query(self, prop: str, with_domain: bool = True) -> Query | None:
@@ -496,7 +506,12 @@ class _Checker:
                 q.note = "under the protocol's data-domain restriction"
             anchor = lambda d: [d["write"]]  # noqa: E731
         ranks, words = self.rotation is not None, self.word_rotation is not None
-        if ranks or words:
+        if prop in self.only:  # a slice's checker: the instance's anchored candidates, whatever its own symmetry
+            keys = self.only[prop]
+            kept = [(lit, d) for lit, d in q.witnesses if _witness_key(d, None) in keys]
+            q.witnesses = kept
+            q.formula = q.restrict(enc, kept)
+        elif ranks or words:
             kept = anchored(low, q.witnesses, anchor, ranks, words)
             q.witnesses = kept
             q.formula = q.restrict(enc, kept)
@@ -518,6 +533,14 @@ class _Checker:
                                                 f"intended values are undefined")
         def holds(prop: str, start: float, note: str | None) -> PropertyResult:
             # no "holds" without a premise some execution satisfies: unsat on an empty set of executions is vacuous
+            if self.slicing:
+                skeleton = self._skeleton()
+                if skeleton is not None and skeleton._vacuity(sset) is None:
+                    polls = sum(1 for i in low.instrs if i.kind is InstrKind.POLL)
+                    premise = (f"an execution in which every thread finishes ({skeleton._witness[sset]}): all "
+                               f"{polls} poll(s) satisfied, {skeleton.slice.describe(low, seeded=False)}")
+                    return PropertyResult(prop, "holds", bound, time.perf_counter() - start, note=note,
+                                          premise=premise)
             vacuous = self._vacuity(sset)
             if vacuous is not None:
                 return PropertyResult(prop, "unknown", bound, time.perf_counter() - start, vacuous, note=note)
@@ -533,14 +556,19 @@ class _Checker:
             start = time.perf_counter()
             q = self._query(prop, with_domain)
             finishing = prop in _FINISHING
+            if z3.is_false(q.formula):
+                results[prop] = holds(prop, start, q.note)
+                continue
+            if self.slicing:
+                sliced = self._on_slice(prop, q, sset, bound, with_domain, start)
+                if sliced is not None:
+                    results[prop] = sliced
+                    continue
             if finishing:
                 vacuous = self._vacuity(sset)
                 if vacuous is not None:
                     results[prop] = PropertyResult(prop, "unknown", bound, time.perf_counter() - start, vacuous)
                     continue
-            if z3.is_false(q.formula):
-                results[prop] = holds(prop, start, q.note)
-                continue
             if self.progress:
                 self.progress(f"  {PROPERTY_TITLES[prop]}: solving ({len(q.witnesses)} candidate violation(s))")
             lits = self._mode(sset, finishing, concrete=prop != "sentinel-collision")
@@ -563,6 +591,91 @@ class _Checker:
                 continue
             results[prop] = PropertyResult(prop, status, bound, time.perf_counter() - start, reason, cex, q.note)
         return {p: results[p] for p in PROPERTIES if p in results}
+
+    # -- slices -------------------------------------------------------------------------
+    def _sub(self, sl: Slice) -> "_Checker":
+        """The checker of slice ``sl`` (one per set of kept locations, sharing this context)."""
+        key = frozenset(sl.instance.locs)
+        if key not in self._slices:
+            sub = self._slices[key] = _Checker(sl.instance, self.model, self.timeout, self.ctx)
+            sub.slice = sl
+        return self._slices[key]
+
+    def _skeleton(self) -> "_Checker | None":
+        """The checker of the instance sliced to its synchronisation alone (no seeds), where that drops enough:
+        what a property with no candidate violation rests its premise on while the whole is never solved."""
+        sl = slice_instance(self.low, ())
+        return self._sub(sl) if sl.dropped >= SLICE_MIN_DROPPED * len(self.low.events) else None
+
+    def _on_slice(self, prop: str, q: Query, sset: frozenset[str], bound: Bound, with_domain: bool,
+                  start: float) -> PropertyResult | None:
+        """``prop`` asked on the instance sliced to what its candidate violations need, or None (ask the whole).
+
+        Only a ``holds`` is taken from the slice (:mod:`collsim.verify.slicing`: unsat there is unsat here); a
+        violation or an unknown there may come from an ordering the slice lacks, so the caller asks the whole
+        instance. A slice that keeps most events is not worth its own encoding and is not built.
+        """
+        seeds: set[int] = set()
+        for _, d in q.witnesses:
+            seeds |= _events_in(d)
+        sl = slice_instance(self.low, seeds)
+        if sl.dropped < SLICE_MIN_DROPPED * len(self.low.events):
+            return None
+        sub = self._sub(sl)
+        sub.only[prop] = {_witness_key(d, sl.to_slice) for _, d in q.witnesses}
+        sub._queries.pop(prop if prop != "sentinel-collision" else f"{prop}/{with_domain}", None)
+        if self.progress:
+            self.progress(f"  {PROPERTY_TITLES[prop]}: solving ({len(q.witnesses)} candidate violation(s)) on a "
+                          f"slice of {len(sl.instance.events)} of {len(self.low.events)} events")
+        found = sub.run([prop], sset, bound, with_domain)[prop]
+        asked = sub._query(prop, with_domain)
+        if not found.holds or asked is None or len(asked.witnesses) != len(q.witnesses):
+            return None
+        return replace(found, seconds=time.perf_counter() - start, note=q.note,
+                       premise=f"{found.premise}, {sl.describe(self.low)}")
+
+
+#: A slice is built only when it leaves out at least this share of the instance's events.
+SLICE_MIN_DROPPED = 0.25
+#: Verifications with at least this many unknowns (:class:`ProblemSize`) ask their queries on slices first.
+SLICE_UNKNOWNS = 5_000
+
+
+def _events_in(d: dict) -> set[int]:
+    """The event ids a candidate violation's description names (events, instructions, linear terms)."""
+    found: set[int] = set()
+    stack = list(d.values())
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Event):
+            found.add(v.id)
+        elif isinstance(v, Instr):
+            found |= {e.id for e in v.events}
+        elif isinstance(v, Lin):
+            found |= v.reads()
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+    return found
+
+
+def _witness_key(d: dict, ids: dict[int, int] | None) -> tuple:
+    """What identifies a candidate violation across an instance and its slice (``ids``: event ids to the slice)."""
+    def norm(v: Any) -> Any:
+        if isinstance(v, Event):
+            return ("e", v.id if ids is None else ids[v.id])
+        if isinstance(v, Instr):
+            return ("i", v.thread, v.index)
+        if isinstance(v, Lin):
+            return ("lin", v.c, tuple(sorted(((k[0], k[1] if ids is None else ids[k[1]]) + tuple(k[2:])
+                                              if k[0] == "rd" else k, c) for k, c in v.terms.items())))
+        if isinstance(v, (list, tuple)):
+            return tuple(norm(x) for x in v)
+        if isinstance(v, z3.AstRef):
+            return ("z3", v.sexpr())
+        return v
+    # "intended" names the reference run's write by event id (None: the initial value)
+    return tuple(sorted((k, norm(v) if k != "intended" or v is None else ("e", v if ids is None else ids[v]))
+                        for k, v in d.items()))
 
 
 @dataclass(frozen=True)
@@ -765,6 +878,7 @@ def verify(
     progress: "Callable[[str], None] | None" = None,
     sizes: Iterable[int] | None = None,
     ctas: int | None = None,
+    slicing: bool | None = None,
 ) -> VerifyResult:
     """Check every property of ``protocol`` under ``algorithm`` (default: its first) at a bound.
 
@@ -778,6 +892,10 @@ def verify(
         Override the protocol's ``flag_bits`` parameter (epoch wrap-around).
     ctas : int, optional
         CTAs per rank in the bound (default: the protocol's ``ctas``, at most :data:`MAX_VERIFIED_CTAS`).
+    slicing : bool, optional
+        Ask each query first on the instance sliced to the locations its candidate violations need
+        (:mod:`collsim.verify.slicing`; a ``holds`` there is one here, anything else is asked on the whole).
+        Default: for instances of at least :data:`SLICE_UNKNOWNS` unknowns. Verdicts do not depend on it.
     dependencies : bool
         Also re-check without each assumption and without the data-domain restriction.
     properties : names, optional
@@ -802,12 +920,14 @@ def verify(
     if enumerated is not None:
         bounds, sequences = enumerated
         runs = [verify(protocol, algorithm, timeout=timeout, use_cache=use_cache, progress=progress, sizes=seq,
-                       **common) for seq in sequences]
+                       slicing=slicing, **common) for seq in sequences]
         return _merged_sizes(runs, sequences, bounds, time.perf_counter() - start)
     plan = _plan(protocol, algorithm, sizes=sizes, **common)
     proto, algorithm, bounds, low, active, domain, props, expected, key = (
         plan.proto, plan.algorithm, plan.bounds, plan.low, plan.active, plan.domain, plan.props, plan.expected,
         plan.key)
+    if slicing is not None:  # the verdicts are the same; the premises name the slices
+        key = _cache.cache_key({"plan": key, "slicing": slicing})
     if use_cache:
         cached = _cache.load(key)
         if cached is not None:
@@ -821,7 +941,7 @@ def verify(
         progress(f"{proto.name} ({algorithm}) at {bounds.ranks}x{bounds.iterations}: {problem_size(low)}")
     with long_integer_text():
         results, deps = _check_all(proto, algorithm, bounds, low, model, active, domain, timeout, props,
-                                   dependencies, z3.Context(), progress)
+                                   dependencies, z3.Context(), progress, slicing)
     result = VerifyResult(proto.name, algorithm, model, _bound(low, bounds, model, active, domain), results, deps,
                           time.perf_counter() - start, expected)
     if use_cache:
@@ -879,7 +999,7 @@ def _merged_sizes(runs: list[VerifyResult], sequences: list[tuple[int, ...]], bo
 
 def _check_all(proto: Protocol, algorithm: str, bounds: Bounds, low: VerifyInstance, model: str,
                active: tuple[str, ...], domain: bool, timeout: float, props: list[str], dependencies: bool,
-               ctx: z3.Context, progress: "Callable[[str], None] | None" = None
+               ctx: z3.Context, progress: "Callable[[str], None] | None" = None, slicing: bool | None = None
                ) -> tuple[dict[str, PropertyResult], list[Dependency]]:
     """The properties under ``active``, and (with ``dependencies``) without each assumption and the data domain.
 
@@ -887,7 +1007,9 @@ def _check_all(proto: Protocol, algorithm: str, bounds: Bounds, low: VerifyInsta
     (``lower_instance(..., recheck=True)``). Every term is built, and every
     query solved, in ``ctx``, on one solver.
     """
-    checker = _Checker(low, model, timeout, ctx, progress)
+    if slicing is None:
+        slicing = problem_size(low).unknowns >= SLICE_UNKNOWNS
+    checker = _Checker(low, model, timeout, ctx, progress, slicing=slicing)
     full = frozenset(active)
     results = checker.run(props, full, _bound(low, bounds, model, active, domain))
     deps: list[Dependency] = []

@@ -89,7 +89,7 @@ class VectorClocks:
     def v_out(self, a: Event, u: int) -> Any:
         """What a synchronisation from ``a`` passes on about thread ``u``."""
         if u == a.thread:
-            whole = len(self.enc.program.threads[a.thread][a.instr].events) == 1
+            whole = self.enc.program.threads[a.thread][a.instr].single_element
             return z3.IntVal(a.instr + 1 if whole else a.instr, ctx=self.enc.ctx)
         return self.v_in(a, u)
 

@@ -328,7 +328,7 @@ class _Analysis:
                         mine = list(current)
                         for x in into.get(e.id, ()):
                             src = view.get(x.id, before.get((x.thread, x.instr), [0] * T))
-                            count = x.instr + 1 if len(program.threads[x.thread][x.instr].events) == 1 else x.instr
+                            count = x.instr + 1 if program.threads[x.thread][x.instr].single_element else x.instr
                             for u in range(T):
                                 v = count if u == x.thread else src[u]
                                 if v > mine[u]:
