@@ -41,8 +41,8 @@ def verify_command(
         None, "--assume", help="Hardware assumption to prove under (repeatable; default: the declared ones)."),
     flag_bits: Optional[int] = typer.Option(None, "--flag-bits", help="Override the protocol's flag width."),
     timeout: float = typer.Option(60.0, "--timeout", help="Solver time limit per property, in seconds."),
-    lines: Optional[int] = typer.Option(None, "--lines", help="Lines per chunk (default 1)."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="Threads per rank (default 1)."),
+    lines: Optional[int] = typer.Option(None, "--lines", help="Lines per chunk (default 2 where the data path is wider than one line or lane, else 1)."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="Threads per rank (default 2 where the data path is wider than one line or lane, else 1)."),
     sizes: Optional[str] = typer.Option(
         None, "--sizes", help="Lines per chunk of each launch, comma-separated (one per iteration), for a protocol "
                               "whose size changes between launches (default: every sequence up to --lines)."),

@@ -391,23 +391,33 @@ class _Checker:
         self.ctx = ctx
         self.progress = progress
         self.ref = reference_run(low)
-        self.enc = encode(low, model, liveness=True, symbolic_inputs=True, input_literal=True, group_literals=True,
-                          ctx=ctx)
+        options = dict(liveness=True, symbolic_inputs=True, input_literal=True, group_literals=True, ctx=ctx)
+        # with slices, the whole instance's encoding is built only if a query falls back to it; what seeds the
+        # slices (the candidate violations) needs reads-from candidates alone
+        self._enc = None if self.slicing else encode(low, model, **options)
+        self._options = options
+        self.dry = encode(low, model, witnesses_only=True, **options) if self.slicing else None
         # z3's configuration for linear integer arithmetic (relevancy off, among others) proves the arithmetic
         # of counter polls and of sentinel words fastest (atomic-counter 4x3 stale read 1.3 s against 4.8 s,
         # sentinel's collision without the data domain 0.1 s against 2 s), but it assigns every atom of the
         # vector clocks in every model: a finishing execution of barrier at 8x3 took more than a minute to
         # find that way, 3 s with z3's default configuration (the whole check 28 s). Which one only changes
         # how fast an answer comes, never which (unknown is never read as holding).
-        arithmetic = counted_increments(low) > 0 or bool(low.sentinel_polls)
-        self.solver = z3.SolverFor("QF_LIA", ctx=ctx) if arithmetic else z3.SimpleSolver(ctx=ctx)
+        self.solver = z3.SolverFor("QF_LIA", ctx=ctx) if arithmetic(low) else z3.SimpleSolver(ctx=ctx)
         self._added = 0
         self.rotation = rank_rotation(low, self.ref) if self.ref.completed else None
         self.word_rotation = word_rotation(low, self.ref) if self.ref.completed else None
-        self._queries: dict[str, Query | None] = {}
+        self._queries: dict[tuple[str, bool], Query | None] = {}
         self._vacuous: dict[frozenset[str], str | None] = {}
         self._witness: dict[frozenset[str], str] = {}
         self._unmodelled: list[tuple] = []
+
+    @property
+    def enc(self) -> Any:
+        """The whole instance's encoding (built on first use where slices come first)."""
+        if self._enc is None:
+            self._enc = encode(self.low, self.model, **self._options)
+        return self._enc
 
     # -- solving ------------------------------------------------------------------------
     def _sync(self) -> None:
@@ -467,14 +477,15 @@ class _Checker:
                 f"satisfied{consumers}")
 
     # -- queries ------------------------------------------------------------------------
-    def _query(self, prop: str, with_domain: bool = True) -> Query | None:
-        key = prop if prop != "sentinel-collision" else f"{prop}/{with_domain}"
+    def _query(self, prop: str, with_domain: bool = True, dry: bool = False) -> Query | None:
+        """The query of ``prop`` over the whole encoding, or (``dry``) its candidates over the seeding one."""
+        key = (prop if prop != "sentinel-collision" else f"{prop}/{with_domain}", dry)
         if key not in self._queries:
-            self._queries[key] = self._build_query(prop, with_domain)
+            self._queries[key] = self._build_query(prop, with_domain, self.dry if dry else self.enc)
         return self._queries[key]
 
-    def _build_query(self, prop: str, with_domain: bool) -> Query | None:
-        enc, ref, low = self.enc, self.ref, self.low
+    def _build_query(self, prop: str, with_domain: bool, enc: Any) -> Query | None:
+        ref, low = self.ref, self.low
         if prop == "stale-read":
             q = stale_or_early(enc, ref, "stale")
             anchor = lambda d: [d["read"]]  # noqa: E731
@@ -554,7 +565,7 @@ class _Checker:
             if prop not in props or prop in results:
                 continue
             start = time.perf_counter()
-            q = self._query(prop, with_domain)
+            q = self._query(prop, with_domain, dry=self.slicing)
             finishing = prop in _FINISHING
             if z3.is_false(q.formula):
                 results[prop] = holds(prop, start, q.note)
@@ -564,6 +575,7 @@ class _Checker:
                 if sliced is not None:
                     results[prop] = sliced
                     continue
+                q = self._query(prop, with_domain)
             if finishing:
                 vacuous = self._vacuity(sset)
                 if vacuous is not None:
@@ -623,7 +635,7 @@ class _Checker:
             return None
         sub = self._sub(sl)
         sub.only[prop] = {_witness_key(d, sl.to_slice) for _, d in q.witnesses}
-        sub._queries.pop(prop if prop != "sentinel-collision" else f"{prop}/{with_domain}", None)
+        sub._queries.pop((prop if prop != "sentinel-collision" else f"{prop}/{with_domain}", False), None)
         if self.progress:
             self.progress(f"  {PROPERTY_TITLES[prop]}: solving ({len(q.witnesses)} candidate violation(s)) on a "
                           f"slice of {len(sl.instance.events)} of {len(self.low.events)} events")
@@ -637,8 +649,18 @@ class _Checker:
 
 #: A slice is built only when it leaves out at least this share of the instance's events.
 SLICE_MIN_DROPPED = 0.25
-#: Verifications with at least this many unknowns (:class:`ProblemSize`) ask their queries on slices first.
+#: Verifications with at least this many unknowns (:class:`ProblemSize`) whose solver runs in z3's
+#: linear-arithmetic configuration (:func:`arithmetic`) ask their queries on slices first. That configuration
+#: assigns every atom of the encoding, so its time follows the encoding's size, which a slice cuts
+#: (atomic-counter 4x3: 12.2 -> 4.3 s); z3's default configuration assigns only the atoms a query reaches, and
+#: there the extra encodings cost more than they save (barrier 8x3: 31 s whole, 42 s with slices).
 SLICE_UNKNOWNS = 5_000
+
+
+def arithmetic(low: VerifyInstance) -> bool:
+    """Whether a poll waits on a counter or on a sentinel: the checker then solves with z3's linear-arithmetic
+    configuration (:class:`_Checker`)."""
+    return counted_increments(low) > 0 or bool(low.sentinel_polls)
 
 
 def _events_in(d: dict) -> set[int]:
@@ -1007,8 +1029,8 @@ def _check_all(proto: Protocol, algorithm: str, bounds: Bounds, low: VerifyInsta
     (``lower_instance(..., recheck=True)``). Every term is built, and every
     query solved, in ``ctx``, on one solver.
     """
-    if slicing is None:
-        slicing = problem_size(low).unknowns >= SLICE_UNKNOWNS
+    if slicing is None:  # where slices pay (SLICE_UNKNOWNS)
+        slicing = arithmetic(low) and problem_size(low).unknowns >= SLICE_UNKNOWNS
     checker = _Checker(low, model, timeout, ctx, progress, slicing=slicing)
     full = frozenset(active)
     results = checker.run(props, full, _bound(low, bounds, model, active, domain))

@@ -43,11 +43,12 @@ def check_model(name: str, field: str = "model") -> str:
 
 def encode(program: Program, model: str = "ptx", *, causality: str = DEFAULT_CAUSALITY, liveness: bool = False,
            symbolic_inputs: bool = False, ctx: z3.Context | None = None, group_literals: bool = False,
-           input_literal: bool = False, prune: bool = True) -> Encoding:
+           input_literal: bool = False, prune: bool = True, witnesses_only: bool = False) -> Encoding:
     """The executions of ``program`` under ``model`` (``ptx`` or ``sc``), encoded with ``causality``.
 
     See :class:`~collsim.verify.models.encoding.Encoding` for the options.
     """
     cls: Any = MEMORY_MODELS[check_model(model)]
     return cls(program, causality=causality, liveness=liveness, symbolic_inputs=symbolic_inputs, ctx=ctx,
-               group_literals=group_literals, input_literal=input_literal, prune=prune)
+               group_literals=group_literals, input_literal=input_literal, prune=prune,
+               witnesses_only=witnesses_only)

@@ -101,7 +101,7 @@ class Encoding:
 
     def __init__(self, program: Program, *, causality: Any = "vector-clock", liveness: bool = False,
                  symbolic_inputs: bool = False, ctx: z3.Context | None = None, group_literals: bool = False,
-                 input_literal: bool = False, prune: bool = True) -> None:
+                 input_literal: bool = False, prune: bool = True, witnesses_only: bool = False) -> None:
         self.program = program
         self.prune = prune
         self.group_literals = group_literals
@@ -137,6 +137,11 @@ class Encoding:
         self._build_exec()
         self._build_values()
         self._build_rf()
+        #: only which events run, their values and reads-from candidates: enough to list a property's candidate
+        #: violations (:mod:`collsim.verify.slicing` seeds), never to solve (causality is a placeholder)
+        self.witnesses_only = witnesses_only
+        if witnesses_only:
+            return
         self._build_co()
         self._build_location_axioms()
         self._build_groups()
@@ -817,6 +822,8 @@ class Encoding:
 
     def hb(self, a: Event, b: Event) -> Any:
         """Base causality order (a term)."""
+        if self.witnesses_only:
+            return self.fresh("hb")
         return self.causality.hb(a, b)
 
     def cause(self, a: Event, b: Event) -> Any:  # pragma: no cover - defined by each model

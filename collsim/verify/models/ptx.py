@@ -346,6 +346,8 @@ class PTXEncoding(Encoding):
     # -- causality ---------------------------------------------------------------------------------
     def cause(self, a: Event, b: Event) -> Any:
         """``a`` precedes ``b`` in causality order (§8.9.5)."""
+        if self.witnesses_only:
+            return self.fresh("cause")
         cache = self.__dict__.setdefault("_cause", {})
         key = (a.id, b.id)
         if key in cache:

@@ -86,6 +86,8 @@ class SCEncoding(PTXEncoding):
         """Base causality, and observation; po-loc: a strong write observed by a read orders the same thread's
         later accesses of that element after it (SC is SC-per-location too; the clocks of a vector access alone
         miss it when the write's instruction has other elements)."""
+        if self.witnesses_only:
+            return self.fresh("cause")
         terms = [self.hb(a, b)]
         if a.is_write and a.strong and b.is_mem and b.loc == a.loc:
             for z in self.program.reads_at(a.loc):
