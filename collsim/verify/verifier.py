@@ -917,7 +917,8 @@ def verify(
     slicing : bool, optional
         Ask each query first on the instance sliced to the locations its candidate violations need
         (:mod:`collsim.verify.slicing`; a ``holds`` there is one here, anything else is asked on the whole).
-        Default: for instances of at least :data:`SLICE_UNKNOWNS` unknowns. Verdicts do not depend on it.
+        Default: for instances of at least :data:`SLICE_UNKNOWNS` unknowns that poll counters or sentinels
+        (:func:`arithmetic`). Statuses do not depend on it; a premise found on a slice says which.
     dependencies : bool
         Also re-check without each assumption and without the data-domain restriction.
     properties : names, optional
