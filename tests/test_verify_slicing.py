@@ -131,3 +131,23 @@ def test_candidates_listed_without_solving_equal_the_whole_encodings(name: str) 
         dry, whole = checker._query(prop, dry=True), checker._query(prop)
         assert [_witness_key(d, None) for _, d in dry.witnesses] == [_witness_key(d, None) for _, d in whole.witnesses]
         assert dry.note == whole.note
+
+
+@pytest.mark.parametrize("name", ["sentinel", "mutant-simple-release-head", "mutant-sentinel-bf16-pair"])
+def test_violation_hints_keep_statuses(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a large instance a later query is tried first under the last violation's reads-from: same statuses."""
+    plain = _statuses(verify(name, use_cache=False))
+    monkeypatch.setattr(verifier_module, "SLICE_UNKNOWNS", 1)
+    hits = []
+    original = verifier_module._Checker._check_hinted
+
+    def counting(self, lits, sset):
+        before = self.hint_hits
+        result = original(self, lits, sset)
+        hits.append(self.hint_hits - before)
+        return result
+
+    monkeypatch.setattr(verifier_module._Checker, "_check_hinted", counting)
+    hinted = verify(name, use_cache=False)
+    assert _statuses(hinted) == plain
+    assert sum(hits) > 0  # some violation was found under an earlier one's reads-from

@@ -377,7 +377,8 @@ class _Checker:
     """
 
     def __init__(self, low: VerifyInstance, model: str, timeout: float, ctx: z3.Context,
-                 progress: "Callable[[str], None] | None" = None, slicing: bool = False) -> None:
+                 progress: "Callable[[str], None] | None" = None, slicing: bool = False,
+                 hinting: bool = False) -> None:
         self.low = low
         #: ask each query first on the instance sliced to the locations its candidates need (:meth:`_on_slice`)
         self.slicing = slicing and sliceable(low)
@@ -386,6 +387,12 @@ class _Checker:
         self.only: dict[str, set] = {}
         #: on a slice's checker: the slice
         self.slice: Slice | None = None
+        #: look for a violation first under the reads-from of the last one found (large instances only, so
+        #: counterexamples at small bounds stay what a free search finds)
+        self.hinting = hinting
+        self._violation_rf: dict[frozenset[str], list[Any]] = {}
+        #: violations found under those hints
+        self.hint_hits = 0
         self.model = model
         self.timeout = timeout
         self.ctx = ctx
@@ -437,6 +444,18 @@ class _Checker:
         if r == z3.unknown:  # Ctrl-C stopped z3: the command stops, no "unknown" verdict
             raise_if_interrupted(self.solver, elapsed_s=time.perf_counter() - start, timeout_s=self.timeout)
         return r
+
+    def _check_hinted(self, lits: list[Any], sset: frozenset[str]) -> Any:
+        """``_check``, first under the reads-from of the last violation found under ``sset`` where there is one:
+        a model under more assumptions is still an execution (sound); unsat or unknown there asks the free query.
+        A property violated once is often violated by the same execution (a stale read makes the output wrong)."""
+        hints = self._violation_rf.get(sset) if self.hinting else None
+        if hints:
+            r = self._check(lits + hints)
+            if r == z3.sat:
+                self.hint_hits += 1
+                return r
+        return self._check(lits)
 
     def _mode(self, sset: frozenset[str], finishing: bool, concrete: bool = True) -> list[Any]:
         lits = [self.enc.assuming(sset)]
@@ -585,7 +604,7 @@ class _Checker:
                 self.progress(f"  {PROPERTY_TITLES[prop]}: solving ({len(q.witnesses)} candidate violation(s))")
             lits = self._mode(sset, finishing, concrete=prop != "sentinel-collision")
             try:
-                r = self._check(lits + [q.formula])
+                r = self._check_hinted(lits + [q.formula], sset)
             except z3.Z3Exception as exc:  # pragma: no cover - interrupted
                 results[prop] = PropertyResult(prop, "unknown", bound, time.perf_counter() - start, f"z3 error: {exc}")
                 continue
@@ -597,6 +616,11 @@ class _Checker:
                 if "timeout" in reason or "canceled" in reason:
                     reason = f"timeout after {self.timeout:g} s"
             elif status == "violated":
+                if self.hinting:
+                    model = self.solver.model()
+                    self._violation_rf[sset] = [lit for lit in self.enc.rf.values()
+                                                if not z3.is_true(lit) and z3.is_true(model.eval(lit))]
+                    del model  # when z3 terms are freed steers later searches (their ids are reused)
                 cex = build_counterexample(q, self.enc, self.solver.model(), self.ref if ref_ok else None, sset)
             else:
                 results[prop] = holds(prop, start, q.note)
@@ -1032,7 +1056,8 @@ def _check_all(proto: Protocol, algorithm: str, bounds: Bounds, low: VerifyInsta
     """
     if slicing is None:  # where slices pay (SLICE_UNKNOWNS)
         slicing = arithmetic(low) and problem_size(low).unknowns >= SLICE_UNKNOWNS
-    checker = _Checker(low, model, timeout, ctx, progress, slicing=slicing)
+    large = problem_size(low).unknowns >= SLICE_UNKNOWNS
+    checker = _Checker(low, model, timeout, ctx, progress, slicing=slicing, hinting=large)
     full = frozenset(active)
     results = checker.run(props, full, _bound(low, bounds, model, active, domain))
     deps: list[Dependency] = []
