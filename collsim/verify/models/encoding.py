@@ -86,6 +86,9 @@ class Encoding:
     ctx : z3.Context, optional
         The context every term and the solver are built in (default: that of
         the program's value sort, where a litmus program's terms live).
+    witnesses_only : bool
+        Stop after reads-from: what lists the properties' candidate violations, with causality a placeholder
+        (the verifier's slice seeds); such an encoding is never solved.
 
     Public API
     ----------
@@ -104,6 +107,9 @@ class Encoding:
                  input_literal: bool = False, prune: bool = True, witnesses_only: bool = False) -> None:
         self.program = program
         self.prune = prune
+        #: only which events run, their values and reads-from candidates: enough to list a property's candidate
+        #: violations (:mod:`collsim.verify.slicing` seeds), never to solve (causality is a placeholder)
+        self.witnesses_only = witnesses_only
         self.group_literals = group_literals
         self.ctx = ctx if ctx is not None else program.sort.ctx
         self.live = liveness
@@ -137,9 +143,6 @@ class Encoding:
         self._build_exec()
         self._build_values()
         self._build_rf()
-        #: only which events run, their values and reads-from candidates: enough to list a property's candidate
-        #: violations (:mod:`collsim.verify.slicing` seeds), never to solve (causality is a placeholder)
-        self.witnesses_only = witnesses_only
         if witnesses_only:
             return
         self._build_co()
