@@ -39,7 +39,7 @@ import copy
 from dataclasses import dataclass, replace
 from typing import Any, Hashable, Iterable
 
-from collsim.verify.events import AtomicGroup, Event, Instr, InstrKind
+from collsim.verify.events import AtomicGroup, Event, Instr
 from collsim.verify.instance import VerifyInstance
 from collsim.verify.terms import Lin
 
@@ -93,15 +93,12 @@ def _needs(low: VerifyInstance, e: Event) -> set[int]:
 def _kept_locations(low: VerifyInstance, seeds: Iterable[int]) -> set[Hashable]:
     keep: set[Hashable] = set()
     for loc, events in low.locs.items():
-        if any(e.role != "data" or e.polled or e.poll is not None for e in events):
+        if any(e.role != "data" or e.poll is not None for e in events):  # a poll's words, polled or not
             keep.add(loc)
     for i in seeds:
         loc = low.events[i].loc
         if loc is not None:
             keep.add(loc)
-    for instr in low.instrs:  # every poll's whole instruction, and what its predicate reads
-        if instr.kind is InstrKind.POLL:
-            keep |= {e.loc for e in instr.events if e.loc is not None}
     frontier = [e for e in low.events if e.loc is None or e.loc in keep]
     while frontier:
         grown: list[Event] = []

@@ -496,9 +496,13 @@ class _Checker:
                 f"satisfied{consumers}")
 
     # -- queries ------------------------------------------------------------------------
+    @staticmethod
+    def _query_key(prop: str, with_domain: bool, dry: bool) -> tuple[str, bool]:
+        return (prop if prop != "sentinel-collision" else f"{prop}/{with_domain}", dry)
+
     def _query(self, prop: str, with_domain: bool = True, dry: bool = False) -> Query | None:
         """The query of ``prop`` over the whole encoding, or (``dry``) its candidates over the seeding one."""
-        key = (prop if prop != "sentinel-collision" else f"{prop}/{with_domain}", dry)
+        key = self._query_key(prop, with_domain, dry)
         if key not in self._queries:
             self._queries[key] = self._build_query(prop, with_domain, self.dry if dry else self.enc)
         return self._queries[key]
@@ -565,12 +569,10 @@ class _Checker:
             # no "holds" without a premise some execution satisfies: unsat on an empty set of executions is vacuous
             if self.slicing:
                 skeleton = self._skeleton()
-                if skeleton is not None and skeleton._vacuity(sset) is None:
-                    polls = sum(1 for i in low.instrs if i.kind is InstrKind.POLL)
-                    premise = (f"an execution in which every thread finishes ({skeleton._witness[sset]}): all "
-                               f"{polls} poll(s) satisfied, {skeleton.slice.describe(low, seeded=False)}")
+                if skeleton is not None and skeleton._vacuity(sset) is None:  # it keeps every poll
                     return PropertyResult(prop, "holds", bound, time.perf_counter() - start, note=note,
-                                          premise=premise)
+                                          premise=f"{skeleton._premise(sset)}, "
+                                                  f"{skeleton.slice.describe(low, seeded=False)}")
             vacuous = self._vacuity(sset)
             if vacuous is not None:
                 return PropertyResult(prop, "unknown", bound, time.perf_counter() - start, vacuous, note=note)
@@ -659,7 +661,7 @@ class _Checker:
             return None
         sub = self._sub(sl)
         sub.only[prop] = {_witness_key(d, sl.to_slice) for _, d in q.witnesses}
-        sub._queries.pop((prop if prop != "sentinel-collision" else f"{prop}/{with_domain}", False), None)
+        sub._queries.pop(self._query_key(prop, with_domain, False), None)  # asked with this call's candidates
         if self.progress:
             self.progress(f"  {PROPERTY_TITLES[prop]}: solving ({len(q.witnesses)} candidate violation(s)) on a "
                           f"slice of {len(sl.instance.events)} of {len(self.low.events)} events")
