@@ -62,6 +62,10 @@ def _say(line: str) -> None:
         pass
 
 
+def _ignore_unraisable(unraisable: Any) -> None:
+    """Drop an exception raised in a finalizer after an interrupt (see :func:`exit_status`)."""
+
+
 def exit_status(exc: BaseException) -> int:
     """Tell the user what ``exc`` means (one line on stderr; a traceback only for a bug); return the status."""
     if isinstance(exc, SystemExit):
@@ -71,6 +75,10 @@ def exit_status(exc: BaseException) -> int:
         _say(f"collsim: error: {code}")
         return 1
     if is_interrupt(exc):
+        # Ctrl-C can land inside a library object's constructor (a z3 term half-built, with no context yet);
+        # its finalizer then fails when the interpreter collects it on the way out. The user asked to stop:
+        # those reports of objects abandoned mid-construction are not theirs to read.
+        sys.unraisablehook = _ignore_unraisable
         _say("collsim: interrupted")
         return EXIT_INTERRUPTED
     if isinstance(exc, CollsimError):
