@@ -63,6 +63,7 @@ def _fresh_clone(target: Path) -> None:
             shutil.copy2(source, target / name)
 
 
+@pytest.mark.slow  # 100-160 s, verify --all most of it: in make test-slow, so make test stays under 10 minutes
 def test_readme_commands_run_on_a_fresh_clone(tmp_path):
     clone = tmp_path / "collsim"
     _fresh_clone(clone)
