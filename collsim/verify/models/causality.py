@@ -37,6 +37,11 @@ from collsim.verify.models.build import and_, ge, implies, is_false, lt, not_, o
 __all__ = ["CAUSALITY", "VectorClocks", "Relational", "strategy"]
 
 
+def _constant(v: z3.IntNumRef) -> int:
+    """The value of an integer numeral: ``as_long`` without the sort check z3py makes first (C calls and wrappers)."""
+    return int(v.as_string())
+
+
 class VectorClocks:
     """Base causality order as vector clocks at synchronisation targets (module doc)."""
 
@@ -95,10 +100,10 @@ class VectorClocks:
 
     def hb(self, x: Event, y: Event) -> Any:
         if x.thread == y.thread:
-            return z3.BoolVal(x.instr < y.instr, ctx=self.enc.ctx)
+            return self.enc.true() if x.instr < y.instr else self.enc.false()
         v = self.v_in(y, x.thread)
         if isinstance(v, z3.IntNumRef):  # a constant (z3.is_int_value, without its four C calls)
-            return z3.BoolVal(x.instr < v.as_long(), ctx=self.enc.ctx)
+            return self.enc.true() if x.instr < _constant(v) else self.enc.false()
         return lt(z3.IntVal(x.instr, ctx=self.enc.ctx), v)
 
     def _first_observer(self, x: Event, u: int, readers: list[Event]) -> Any:
@@ -125,7 +130,7 @@ class VectorClocks:
             if u == y.thread or u == x.thread:
                 continue
             v = self.v_in(y, u)
-            if isinstance(v, z3.IntNumRef) and v.as_long() <= 0:
+            if isinstance(v, z3.IntNumRef) and _constant(v) <= 0:
                 continue
             if not any(r.thread == u for r in readers):
                 continue

@@ -112,6 +112,9 @@ class Encoding:
         self.witnesses_only = witnesses_only
         self.group_literals = group_literals
         self.ctx = ctx if ctx is not None else program.sort.ctx
+        # built once: asked for hundreds of thousands of times at a node's size (z3 keeps both constants for
+        # the context's life, so holding them changes no term's id)
+        self._true, self._false = z3.BoolVal(True, ctx=self.ctx), z3.BoolVal(False, ctx=self.ctx)
         self.live = liveness
         self.symbolic = symbolic_inputs
         self.sort = z3.IntSort(self.ctx) if program.value_bits is None else z3.BitVecSort(program.value_bits, self.ctx)
@@ -162,10 +165,10 @@ class Encoding:
         return self.program
 
     def true(self) -> Any:
-        return z3.BoolVal(True, ctx=self.ctx)
+        return self._true
 
     def false(self) -> Any:
-        return z3.BoolVal(False, ctx=self.ctx)
+        return self._false
 
     def fresh(self, prefix: str, sort: str = "bool") -> Any:
         self._fresh += 1
