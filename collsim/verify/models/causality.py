@@ -126,13 +126,12 @@ class VectorClocks:
     def observed_then(self, x: Event, y: Event, readers: list[Event]) -> list[Any]:
         """Terms whose disjunction means: some read ``z`` of ``readers`` observes ``x`` and ``z`` hb ``y``."""
         terms = []
+        reading = {r.thread for r in readers}
         for u in range(self.enc.n_threads):
-            if u == y.thread or u == x.thread:
+            if u == y.thread or u == x.thread or u not in reading:
                 continue
             v = self.v_in(y, u)
             if isinstance(v, z3.IntNumRef) and _constant(v) <= 0:
-                continue
-            if not any(r.thread == u for r in readers):
                 continue
             terms.append(lt(self._first_observer(x, u, readers), v))
         for z in readers:
