@@ -13,7 +13,7 @@ from collsim.emit import prepare
 from collsim.emit.package import write_program
 from collsim.emit.ptxcheck import check_ptx
 from collsim.emit.toolchain import WERROR, find_nvcc
-from collsim.errors import ProtocolDefinitionError
+from collsim.errors import InputError, ProtocolDefinitionError
 from collsim.ir.checks import cta_scope_findings
 from collsim.ir.registry import list_mutants, list_protocols, load_protocol, load_protocol_file
 from collsim.ir.types import Issuer
@@ -100,6 +100,24 @@ def test_the_bound_may_check_fewer_ctas(collsim_cli):
     assert one.ok and one.bound.ctas == 1 and "CTAs" not in one.bound.describe()
     code, _, err = collsim_cli("verify", "ll", "--ctas", "0")
     assert code == 2 and "--ctas" in err
+
+
+def test_a_bound_of_more_ctas_than_the_protocol_runs_is_refused(collsim_cli, tmp_path):
+    # A one-CTA protocol's other CTAs are channels with buffers of their own: a program whose CTAs shared its
+    # buffers is a kernel nobody runs, and its collisions were reported as stale reads of every shipped protocol.
+    code, out, err = collsim_cli("verify", "ll", "--ctas", "2", "--no-cache")
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "" and len(lines) == 1
+    assert lines[0].startswith("collsim: error: --ctas: protocol 'll' runs one CTA per rank") and "(valid: 1)" in lines[0]
+    with pytest.raises(InputError) as refused:
+        verify(GRID_PUSH, "one-shot", ranks=2, ctas=3, dependencies=False, use_cache=False)
+    assert refused.value.field == "--ctas" and refused.value.choices == ["1", "2"]
+    hinted = tmp_path / "ll_two_ctas.py"
+    hinted.write_text("from protocols.ll import LL\n\n\nclass TwoCTAs(LL):\n    name = 'll-two-ctas'\n"
+                      "    verify_bounds = {'ctas': 2}\n")
+    with pytest.raises(InputError) as from_hint:
+        verify(str(hinted), ranks=2, dependencies=False, use_cache=False)
+    assert from_hint.value.field == "verify_bounds"
 
 
 def test_the_bound_of_a_one_cta_protocol_prints_as_before():

@@ -46,7 +46,7 @@ def verify_command(
     sizes: Optional[str] = typer.Option(
         None, "--sizes", help="Lines per chunk of each launch, comma-separated (one per iteration), for a protocol "
                               "whose size changes between launches (default: every sequence up to --lines)."),
-    ctas: Optional[int] = typer.Option(None, "--ctas", help="CTAs per rank (default: the protocol's, at most 2)."),
+    ctas: Optional[int] = typer.Option(None, "--ctas", help="CTAs per rank, at most the protocol's (default: the protocol's, at most 2)."),
     dependencies: bool = typer.Option(True, "--dependencies/--no-dependencies",
                                       help="Re-check without each assumption and without the data domain."),
     cache: bool = typer.Option(True, "--cache/--no-cache", help="Use and fill the verdict cache."),

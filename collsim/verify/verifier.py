@@ -822,6 +822,11 @@ def _bounds_for(proto: Protocol, algorithm: str, ranks, iterations, lines, threa
     (printed with the bound) says so when those defaults decide.
     """
     hints = dict(getattr(proto, "verify_bounds", {}) or {})
+    chosen_ctas = ctas if ctas is not None else hints.get("ctas", min(proto.ctas, MAX_VERIFIED_CTAS))
+    if chosen_ctas > proto.ctas:
+        raise InputError(_more_ctas_than_declared(proto, chosen_ctas),
+                         field="--ctas" if ctas is not None else "verify_bounds",
+                         choices=[str(n) for n in range(1, proto.ctas + 1)])
     path = data_path(proto, algorithm)
     chosen_lines = lines if lines is not None else hints.get("lines", path.default_lines)
     chosen_threads = threads if threads is not None else hints.get("threads", path.default_threads)
@@ -830,8 +835,25 @@ def _bounds_for(proto: Protocol, algorithm: str, ranks, iterations, lines, threa
                     iterations=iterations if iterations is not None else hints.get("iterations", 2),
                     lines=chosen_lines, threads=chosen_threads,
                     max_lanes=max_lanes if max_lanes is not None else hints.get("max_lanes", 2), sizes=sizes,
-                    ctas=ctas if ctas is not None else hints.get("ctas", min(proto.ctas, MAX_VERIFIED_CTAS)))
+                    ctas=chosen_ctas)
     return bounds, (path.describe() if defaulted else None)
+
+
+def _more_ctas_than_declared(proto: Protocol, ctas: int) -> str:
+    """Why a bound of ``ctas`` CTAs per rank is not a kernel ``proto`` runs.
+
+    The CTAs a protocol declares (``ctas``) share its buffers and meet through them; the other CTAs of a
+    launch are channels, each with its own copy of every buffer, its own launch counter and its own part of
+    the message (as the emitted kernel runs them), so they never touch each other's memory and one channel
+    is the whole check. A program generated for more CTAs than declared would have them share buffers the
+    protocol never partitioned among CTAs: a kernel nobody runs, whose collisions would be reported as bugs.
+    """
+    if proto.ctas == 1:
+        return (f"protocol {proto.name!r} runs one CTA per rank: its kernel's other CTAs are channels with buffers "
+                f"of their own, so one CTA is the whole check (a protocol whose CTAs share buffers declares ctas; "
+                f"docs/WRITING_PROTOCOLS.md §17), not {ctas}")
+    return (f"protocol {proto.name!r} runs {proto.ctas} CTAs per rank: a bound may check fewer CTAs than its kernel "
+            f"launches, not {ctas}")
 
 
 def size_sequences(lines: int, iterations: int) -> list[tuple[int, ...]]:
