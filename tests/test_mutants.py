@@ -67,3 +67,16 @@ def test_lane_bugs_are_caught_at_the_default_bound_and_the_bound_says_why(name):
                         dependencies=False, use_cache=False)
         assert all(r.holds for r in narrow.properties.values()), (threads, lines)
         assert not any("default bound" in note for note in narrow.bound.notes)
+
+
+def test_the_default_bound_note_names_only_what_the_defaults_chose():
+    # --lines given (or set by --sizes): the note is about the threads alone, and says which flag overrides it
+    lines_given = verify("barrier", ranks=2, lines=1, properties=["hang"], dependencies=False, use_cache=False)
+    sized = verify("barrier", ranks=2, iterations=1, sizes=[1], properties=["hang"], dependencies=False, use_cache=False)
+    threads_given = verify("barrier", ranks=2, threads=1, properties=["hang"], dependencies=False, use_cache=False)
+    for result, chosen, flag in ((lines_given, "default of 2 threads per rank", "(--threads overrides)"),
+                                 (sized, "default of 2 threads per rank", "(--threads overrides)"),
+                                 (threads_given, "default of 2 lines per chunk", "(--lines overrides)")):
+        notes = [n for n in result.bound.notes if n.startswith("default")]
+        assert len(notes) == 1 and notes[0].startswith(chosen) and notes[0].endswith(flag), notes
+        assert "2 threads x 2 lines" not in notes[0]

@@ -21,7 +21,8 @@ from collsim.atomicfile import atomic_write_text
 __all__ = ["cache_dir", "cache_key", "load", "store", "VERIFIER_VERSION"]
 
 #: bump when the encoding or the properties change meaning
-VERIFIER_VERSION = "verify-3"  # verify-2: a verdict that holds records its premise; verify-3: or its slice
+VERIFIER_VERSION = "verify-4"  # verify-2: a verdict that holds records its premise; verify-3: or its slice;
+# verify-4: the default-bound note names only the threads or lines the defaults chose
 
 
 def cache_dir() -> Path:

@@ -175,18 +175,32 @@ class DataPath(NamedTuple):
     def default_threads(self) -> int:
         return 2 if self.wide else 1
 
-    def describe(self) -> str:
-        """Why the default bound has the threads and lines it has (printed with the bound)."""
+    def describe(self, threads: bool = True, lines: bool = True) -> str:
+        """Why the default bound has the threads and lines it has (printed with the bound).
+
+        ``threads`` and ``lines`` say which of the two the defaults decided (the others were given): the
+        note names only those.
+
+        >>> path = DataPath(lines=64, lanes=1, shared=True)
+        >>> path.describe(lines=False)[:60]
+        'default of 2 threads per rank, since the data path is wider '
+        """
+        count = {(True, True): (f"{self.default_threads} thread x {self.default_lines} line", "--threads/--lines"),
+                 (True, False): (f"{self.default_threads} thread per rank", "--threads"),
+                 (False, True): (f"{self.default_lines} line per chunk", "--lines")}[(threads, lines)]
         if not self.wide:
-            return "data path of one line and one lane: 1 thread x 1 line covers it"
+            return f"data path of one line and one lane: {count[0]} covers it"
         what = []
         if self.lines > 1:
             what.append(f"one operation covers up to {self.lines} lines of a {REALISTIC_LINES}-line send"
                         + (", split among the block's threads" if self.shared else ""))
         if self.lanes > 1:
             what.append(f"a line has {self.lanes} store lanes")
-        return ("default bound of 2 threads x 2 lines per chunk, since the data path is wider than one: "
-                + " and ".join(what) + " (--threads/--lines override)")
+        bound = {(True, True): "bound of 2 threads x 2 lines per chunk", (True, False): "of 2 threads per rank",
+                 (False, True): "of 2 lines per chunk"}[(threads, lines)]
+        verb = "override" if threads and lines else "overrides"
+        return (f"default {bound}, since the data path is wider than one: "
+                + " and ".join(what) + f" ({count[1]} {verb})")
 
 
 def data_path(protocol: Protocol, algorithm: str) -> DataPath:

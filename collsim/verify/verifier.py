@@ -830,13 +830,15 @@ def _bounds_for(proto: Protocol, algorithm: str, ranks, iterations, lines, threa
     path = data_path(proto, algorithm)
     chosen_lines = lines if lines is not None else hints.get("lines", path.default_lines)
     chosen_threads = threads if threads is not None else hints.get("threads", path.default_threads)
-    defaulted = (lines is None and "lines" not in hints) or (threads is None and "threads" not in hints)
+    lines_defaulted = lines is None and "lines" not in hints
+    threads_defaulted = threads is None and "threads" not in hints
     bounds = Bounds(ranks=ranks if ranks is not None else hints.get("ranks", 3),
                     iterations=iterations if iterations is not None else hints.get("iterations", 2),
                     lines=chosen_lines, threads=chosen_threads,
                     max_lanes=max_lanes if max_lanes is not None else hints.get("max_lanes", 2), sizes=sizes,
                     ctas=chosen_ctas)
-    return bounds, (path.describe() if defaulted else None)
+    defaulted = threads_defaulted or lines_defaulted
+    return bounds, (path.describe(threads=threads_defaulted, lines=lines_defaulted) if defaulted else None)
 
 
 def _more_ctas_than_declared(proto: Protocol, ctas: int) -> str:
