@@ -156,6 +156,8 @@ CASES: list[tuple[str, dict[str, Callable[[Path], Path]], list[str], int, str]] 
     ("verify-all-and-protocol", {}, ["verify", "ll", "--all"], 2, "give a protocol or --all, not both"),
     ("verify-workers-without-all", {}, ["verify", "ll", "--workers", "2"], 2, "--workers: only applies with --all"),
     ("verify-unknown-protocol", {}, ["verify", "lll"], 2, "unknown protocol 'lll'"),
+    ("verify-unknown-mutant", {}, ["verify", "mutant-ll-nosuch"], 2,
+     "unknown mutant 'mutant-ll-nosuch' (valid: mutant-atomic-counter-depth1, "),
     # --- emit
     ("emit-out-is-a-file", {"f": _file("taken", "x")}, ["emit", "ll", "--out", "{f}"], 2,
      "taken: --out: exists and is a file, not a directory"),

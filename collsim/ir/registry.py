@@ -68,6 +68,8 @@ def protocol_class(name: str) -> type[Protocol]:
         return shipped[name]
     if name in mutants:
         return mutants[name]
+    if name.startswith("mutant-"):  # the mutants are the choices a mistyped mutant name needs
+        raise InputError(f"unknown mutant {name!r}", field="protocol", choices=sorted(mutants))
     raise InputError(f"unknown protocol {name!r}", field="protocol", choices=sorted(shipped))
 
 
