@@ -964,7 +964,9 @@ def verify(
     flag_bits : int, optional
         Override the protocol's ``flag_bits`` parameter (epoch wrap-around).
     ctas : int, optional
-        CTAs per rank in the bound (default: the protocol's ``ctas``, at most :data:`MAX_VERIFIED_CTAS`).
+        CTAs per rank in the bound (default: the protocol's ``ctas``, at most :data:`MAX_VERIFIED_CTAS`); more
+        than the protocol's is an :class:`~collsim.errors.InputError` (a one-CTA protocol's other CTAs are
+        channels with buffers of their own).
     slicing : bool, optional
         Ask each query first on the instance sliced to the locations its candidate violations need
         (:mod:`collsim.verify.slicing`; a ``holds`` there is one here, anything else is asked on the whole).
