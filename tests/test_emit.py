@@ -15,7 +15,8 @@ from collsim.emit.plan import iter_nodes, plan_for
 from collsim.emit.ptxcheck import check_ptx
 from collsim.errors import InputError, VerificationRefused
 from collsim.ir.ops import Atomic, Fence, Load, Loop, MultimemLoadReduce, MultimemRed, MultimemStore, PollUntil, Store
-from collsim.ir.registry import list_mutants, list_protocols, load_protocol
+from collsim.ir.registry import list_mutants, list_protocols, load_protocol, load_protocol_file
+from collsim.verify import verify
 
 SHIPPED = [(name, alg) for name in list_protocols() for alg in load_protocol(name).algorithms]
 MEMORY_OPS = (Store, Load, PollUntil, Fence, Atomic, MultimemLoadReduce, MultimemStore, MultimemRed)
@@ -27,8 +28,9 @@ def verdict(monkeypatch):
     """Set what the verifier says: a dict (protocol, algorithm) -> verdict, default for the rest."""
     table: dict = {}
 
-    def fake(protocol: str, algorithm: str, **_: object) -> VerificationStatus:
-        value = table.get((protocol, algorithm), table.get("default", "not verified"))
+    def fake(protocol: object, algorithm: str, **_: object) -> VerificationStatus:
+        name = getattr(protocol, "name", protocol)  # prepare passes the instance
+        value = table.get((name, algorithm), table.get("default", "not verified"))
         return VerificationStatus(value, "test verdict")
 
     monkeypatch.setattr(gate, "verification_status", fake)
@@ -371,3 +373,27 @@ def test_acquire_atomic_without_result_is_an_atom():
     ops = [Atomic(RmwOp.ADD, Ref("flags", RANK), 1, Sem.ACQ_REL, Scope.GPU), KernelBoundary()]
     source = generate_kernel_source(plan_program(_hand_program(ops)))
     assert "atom.acq_rel.gpu.global.add.u64" in source and "red." not in source
+
+
+def test_the_gate_asks_for_the_verdict_of_the_instance_it_emits(tmp_path, monkeypatch, collsim_cli):
+    # A protocol from a file is emitted once `collsim verify FILE` holds (the gate looked it up by name, which
+    # no registry knows, and refused every file); a shipped protocol with parameters of its own is gated by its
+    # own verdict, not by the default one's.
+    monkeypatch.setenv("COLLSIM_CACHE_DIR", str(tmp_path / "cache"))
+    file = tmp_path / "ll_deep.py"
+    file.write_text("from protocols.ll import LL\n\n\nclass Deep(LL):\n    name = 'll-deep'\n")
+    code, _, err = collsim_cli("emit", str(file), "--out", str(tmp_path / "before"))
+    assert code != 0 and f"run `collsim verify {file}" in err and not (tmp_path / "before").exists()
+    code, _, _ = collsim_cli("verify", str(file), "--ranks", "2", "--iterations", "1", "--no-dependencies")
+    assert code == 0
+    assert gate.verification_status(load_protocol_file(str(file)), "one-shot").verdict == "not verified"  # bound
+    verify(str(file), ranks=3, iterations=2)  # the bound emit looks up
+    code, _, err = collsim_cli("emit", str(file), "--out", str(tmp_path / "after"))
+    assert code == 0, err
+    assert (tmp_path / "after" / "kernel.cu").is_file()
+    verify("ll", "one-shot")
+    assert gate.verification_status("ll", "one-shot").holds
+    one_bit = load_protocol("ll", flag_bits=1)
+    assert gate.verification_status(one_bit, "one-shot").verdict == "not verified"
+    with pytest.raises(VerificationRefused):
+        prepare(one_bit, "one-shot")

@@ -81,7 +81,7 @@ def prepare(protocol: Protocol | str, algorithm: str, *, unverified: bool = Fals
     if algorithm not in proto.algorithms:
         raise InputError(f"protocol {proto.name!r} has no {algorithm} program", field="--algorithm",
                          choices=proto.algorithms)
-    status = gate.verification_status(proto.name, algorithm, solve=verify)
+    status = gate.verification_status(proto, algorithm, solve=verify)
     if not status.holds and not unverified:
         raise VerificationRefused(refusal_message(proto.name, algorithm, status))
     return build_program(proto, algorithm, status, unverified=not status.holds, arch=arch)

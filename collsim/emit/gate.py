@@ -1,10 +1,13 @@
 """The verification gate: only protocols whose verdict is "holds" are emitted without ``--unverified``."""
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 from collsim.errors import is_interrupt
+from collsim.ir.origin import shown_path
+from collsim.ir.registry import USER_PROTOCOL_MODULE
 
 __all__ = ["MODEL", "VerificationStatus", "verification_status", "status_of"]
 
@@ -49,9 +52,13 @@ def status_of(result: Any, protocol: str, algorithm: str) -> VerificationStatus:
     return VerificationStatus("unknown", "some property could not be decided")
 
 
-def verification_status(protocol: str, algorithm: str, *, solve: bool = False) -> VerificationStatus:
+def verification_status(protocol: Any, algorithm: str, *, solve: bool = False) -> VerificationStatus:
     """The verifier's verdict for ``protocol``/``algorithm`` under the PTX model.
 
+    ``protocol`` is a shipped or mutant name or a :class:`~collsim.ir.protocol.Protocol` instance: the
+    verdict looked up is the instance's own (its class and parameters, as :func:`~collsim.verify.verify`
+    stored it), so a protocol loaded from a file, or one with parameters of its own, is gated by its
+    verdict and not by that of a protocol of the same name.
     By default only the verifier's on-disk cache is consulted
     (``solve=False``); ``solve=True`` runs the solver when nothing is
     cached. Without a cached verdict the protocol counts as "not verified",
@@ -65,4 +72,15 @@ def verification_status(protocol: str, algorithm: str, *, solve: bool = False) -
         if is_interrupt(err):
             raise
         return VerificationStatus("not verified", f"the verifier failed: {type(err).__name__}: {err}")
-    return status_of(result, protocol, algorithm)
+    return status_of(result, _spelled(protocol), algorithm)
+
+
+def _spelled(protocol: Any) -> str:
+    """How ``collsim verify`` names ``protocol``: its file for one loaded from a file, else its name."""
+    if isinstance(protocol, str):
+        return protocol
+    module = sys.modules.get(type(protocol).__module__)
+    file = getattr(module, "__file__", None)
+    if file is not None and type(protocol).__module__.startswith(USER_PROTOCOL_MODULE):
+        return shown_path(file)
+    return protocol.name

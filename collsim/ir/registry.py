@@ -21,7 +21,11 @@ from collsim.errors import InputError, ProtocolDefinitionError
 from collsim.ir.origin import traceback_location
 from collsim.ir.protocol import Protocol
 
-__all__ = ["list_protocols", "list_mutants", "load_protocol", "protocol_class", "load_protocol_file"]
+__all__ = ["list_protocols", "list_mutants", "load_protocol", "protocol_class", "load_protocol_file",
+           "USER_PROTOCOL_MODULE"]
+
+#: The prefix of the module a protocol file is loaded as (:func:`load_protocol_file`).
+USER_PROTOCOL_MODULE = "collsim_user_protocol_"
 
 
 def _protocol_classes(module) -> list[type[Protocol]]:
@@ -90,7 +94,7 @@ def load_protocol_file(path: str, **params: Any) -> Protocol:
     if not file.is_file():
         raise InputError(f"no such protocol file", file=str(path))
     # named after the file's path, the same in every process, so Protocol.key is too
-    module_name = f"collsim_user_protocol_{hashlib.sha256(str(file.resolve()).encode()).hexdigest()[:16]}"
+    module_name = f"{USER_PROTOCOL_MODULE}{hashlib.sha256(str(file.resolve()).encode()).hexdigest()[:16]}"
     spec = importlib.util.spec_from_file_location(module_name, file)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
