@@ -20,6 +20,9 @@ CASES = [
     ("unknown-key", GOOD + "colour: red\n", 6, "colour", "unknown key 'colour' (valid: name,"),
     ("unknown-preset", GOOD.replace("hgx-h100", "hgx-h900"), 1, "topology", "hgx-h100"),
     ("unknown-protocol", GOOD.replace("[ll, simple]", "[ll, lll]"), 4, "protocols[1]", "unknown protocol 'lll' (valid: atomic-counter, barrier"),
+    ("protocol-file", GOOD.replace("[ll, simple]", "[ll, mine.py]"), 4, "protocols[1]",
+     "'mine.py' is a protocol file: a scenario sweeps shipped protocols; simulate a file with "
+     "`collsim simulate -p mine.py` and compare it with the shipped ones with `collsim review mine.py`"),
     ("unknown-algorithm", GOOD.replace("[one-shot, ring]", "[one-shot, tree]"), 5, "algorithms[1]", "(valid: one-shot, two-shot, ring)"),
     ("too-many-ranks", GOOD.replace("[2, 4]", "[2, 16]"), 2, "ranks[1]", "16 ranks requested but topology 'hgx-h100' has 8 GPUs"),
     ("too-many-ranks-range", GOOD.replace("[2, 4]", "2..9"), 2, "ranks", "9 ranks"),

@@ -192,6 +192,15 @@ def _names(
     return tuple(dict.fromkeys(items))
 
 
+def _shipped_protocol(name: Any, shipped: tuple[str, ...]) -> str:
+    """``name`` if a shipped protocol has it; a protocol file gets told where files go instead."""
+    if isinstance(name, str) and (name.endswith(".py") or "/" in name):
+        raise InputError(f"{name!r} is a protocol file: a scenario sweeps shipped protocols; simulate a file "
+                         f"with `collsim simulate -p {name}` and compare it with the shipped ones with "
+                         f"`collsim review {name}`", field="protocol", choices=list(shipped))
+    return check_choice(name, shipped, "protocol", "protocol")
+
+
 def _resolve_topology(spec: Any, base_dir: Path | None, where: _Where) -> Any:
     target = spec
     if isinstance(spec, str) and base_dir is not None and spec.endswith((".yaml", ".yml")):
@@ -244,9 +253,8 @@ def scenario_from_dict(
     # Plain names first: they are cheap and their messages list the choices.
     algorithms = _names(where, "algorithms", spec.algorithms, check_algorithm, algorithm_names(), algorithm_names())
     protocols_all = tuple(list_protocols())
-    protocols = _names(where, "protocols", spec.protocols,
-                       lambda name: check_choice(name, protocols_all, "protocol", "protocol"), protocols_all,
-                       protocols_all)
+    protocols = _names(where, "protocols", spec.protocols, lambda name: _shipped_protocol(name, protocols_all),
+                       protocols_all, protocols_all)
     launch = _names(where, "launch", spec.launch, check_launch, LAUNCH_MODES, ("graph",))
     _checked(where, ("dtype",), check_dtype, spec.dtype)
     _checked(where, ("op",), check_op, spec.op)
