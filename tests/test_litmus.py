@@ -80,6 +80,26 @@ def test_cli_litmus_json(collsim_cli, tmp_path):
     assert wrong["observed"] == "allowed" and "reads 0 from init:x" in wrong["witness"]
 
 
+def test_cli_litmus_reports_a_test_without_an_expectation_and_does_not_fail_on_it(collsim_cli, tmp_path):
+    # herd files often state a condition and no expected outcome: its outcome is the answer, not a disagreement
+    path = write_rows(tmp_path, [
+        row([[ST("x", 1), ST("y", 1)], [LD("y", "r0"), LD("x", "r1")]],
+            {"quantifier": "exists", "expr": "P1:r0 == 1 /\\ P1:r1 == 0"}, name="mp-asked", expected=None),
+        row([[ST("x", 1), ST("y", 1)], [LD("y", "r0"), LD("x", "r1")]],
+            {"quantifier": "exists", "expr": "P1:r0 == 1 /\\ P1:r1 == 0"}, name="mp-weak"),
+    ])
+    code, out, err = collsim_cli("litmus", str(path))
+    assert code == 0, out + err
+    assert "do not agree" not in out
+    assert "2 tests: 1 agree, 0 disagree, 0 unknown, 0 unsupported, 1 without an expectation" in out
+    asked = next(line for line in out.splitlines() if line.strip().startswith("mp-asked"))
+    assert asked.split()[2:5] == ["-", "allowed", "-"]
+    code, out, _ = collsim_cli("litmus", str(path), "--json")
+    data = json.loads(out)
+    assert code == 0 and data["summary"]["no_expectation"] == 1
+    assert next(r for r in data["results"] if r["name"] == "mp-asked")["agrees"] is None
+
+
 def test_cli_bad_input_is_one_line_exit_2(collsim_cli, tmp_path):
     path = write_rows(tmp_path, [row([[{"op": "ldd", "loc": "x"}]], {"quantifier": "exists", "expr": "x == 0"})])
     code, out, err = collsim_cli("litmus", str(path))

@@ -44,8 +44,9 @@ def litmus(
     """Decide every test of FILE under MODEL and compare with each test's 'expected'.
 
     A test using a construct the model does not cover (another proxy's access or fence, an asynchronous
-    copy) is reported 'unsupported: <construct>' and the others still run. Exit status: 0 when every test
-    agrees; 1 when some test disagrees, is unknown (solver limit) or unsupported; 2 for a malformed file.
+    copy) is reported 'unsupported: <construct>' and the others still run; a test without an 'expected' has
+    its outcome reported and nothing to agree with. Exit status: 0 when every test agrees or has no
+    expectation; 1 when some test disagrees, is unknown (solver limit) or unsupported; 2 for a malformed file.
     """
     from collsim.verify.litmus import evaluate, load_jsonl, summary  # lazy: start-up
     from collsim.verify.models import MEMORY_MODELS  # lazy: start-up
@@ -65,7 +66,7 @@ def litmus(
     wall = time.perf_counter() - start
     summ = summary(results)
     summ["wall_seconds"] = round(wall, 3)
-    ok = all(r.agrees is True for r in results)
+    ok = all(r.passes for r in results)
 
     if as_json:
         print(json.dumps({"file": str(file), "model": model, "summary": summ,
@@ -83,13 +84,13 @@ def litmus(
                           ("observed", "left"), ("agree", "left"), ("time (s)", "right")]:
         table.add_column(name, justify=justify, no_wrap=True)
     for r in results:
-        mark = {True: "yes", False: "NO", None: "?"}[r.agrees]
+        mark = "-" if r.decided_without_expectation else {True: "yes", False: "NO", None: "?"}[r.agrees]
         table.add_row(r.name, r.quantifier, r.expected or "-", r.observed, mark, f"{r.seconds:.3f}")
     console.print(table)
     for r in results:
         if r.observed == "unsupported":
             console.print(f"- {r.name} (line {r.line}): unsupported: {r.reason}")
-    bad = [r for r in results if r.agrees is not True and r.observed != "unsupported"]
+    bad = [r for r in results if not r.passes and r.observed != "unsupported"]
     if bad:
         console.print(f"{len(bad)} test(s) do not agree:")
         for r in bad:
@@ -101,11 +102,13 @@ def litmus(
             if r.witness:
                 for line in r.witness.splitlines():
                     console.print("    " + line)
-    noted = [r for r in results if r.notes and r.agrees is True]
+    noted = [r for r in results if r.notes and r.passes]
     for r in noted:
         console.print(f"note: {r.name}: " + "; ".join(r.notes))
     console.print(
         f"{summ['tests']} tests: {summ['agree']} agree, {summ['disagree']} disagree, "
-        f"{summ['unknown']} unknown, {summ['unsupported']} unsupported; observed {summ['allowed']} allowed, {summ['forbidden']} forbidden; "
+        f"{summ['unknown']} unknown, {summ['unsupported']} unsupported"
+        + (f", {summ['no_expectation']} without an expectation" if summ["no_expectation"] else "")
+        + f"; observed {summ['allowed']} allowed, {summ['forbidden']} forbidden; "
         f"solver {summ['seconds']:.2f} s, total {wall:.2f} s")
     _finish(ok)

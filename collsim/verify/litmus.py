@@ -30,7 +30,8 @@ One test per line. Fields used (others are kept as metadata):
     outcome is ``filter /\\ expr`` for ``exists``/``~exists`` and
     ``filter /\\ ~expr`` for ``forall`` (herd: executions that fail the
     filter are discarded before the quantifier); ``locations`` only adds
-    values to the witness.
+    values to the witness. Optional: a test without it has its outcome
+    reported and nothing to agree with (``collsim litmus`` does not fail on it).
 
 A test that uses a construct the model does not cover (an access through a
 texture, surface or constant proxy alias, a proxy fence other than
@@ -176,6 +177,16 @@ class LitmusResult:
         if self.expected is None or self.observed in ("unknown", "unsupported"):
             return None
         return self.expected == self.observed
+
+    @property
+    def decided_without_expectation(self) -> bool:
+        """A test that states no expectation, decided: its outcome is reported, there is nothing to agree with."""
+        return self.expected is None and self.observed in ("allowed", "forbidden")
+
+    @property
+    def passes(self) -> bool:
+        """Whether this result lets a run succeed: it agrees, or it had no expectation and was decided."""
+        return self.agrees is True or self.decided_without_expectation
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -1040,6 +1051,7 @@ def summary(results: list[LitmusResult]) -> dict[str, Any]:
         "disagree": sum(1 for r in results if r.agrees is False),
         "unknown": sum(1 for r in results if r.observed == "unknown"),
         "unsupported": sum(1 for r in results if r.observed == "unsupported"),
+        "no_expectation": sum(1 for r in results if r.decided_without_expectation),
         "allowed": sum(1 for r in results if r.observed == "allowed"),
         "forbidden": sum(1 for r in results if r.observed == "forbidden"),
         "seconds": round(sum(r.seconds for r in results), 3),
