@@ -139,3 +139,26 @@ def test_loads_of_peers_are_remote_only_in_the_pull_protocol():
         assert bool(remote_loads) == (name == "barrier")
 
 
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"flag_bits": 0}, "a flag is 1 to 64 bits wide, not 0"),
+    ({"flag_bits": 65}, "a flag is 1 to 64 bits wide, not 65"),
+    ({"flag_bits": 2.5}, "parameter 'flag_bits' is a whole number (its default is 32), not 2.5"),
+    ({"depth": True}, "parameter 'depth' is a whole number (its default is 2), not True"),
+    ({"depth": "2"}, "parameter 'depth' is a whole number"),
+])
+def test_a_parameter_of_the_wrong_kind_or_width_is_refused_when_the_protocol_is_built(params, message):
+    # before: a 65-bit or 2.5-bit flag was verified (all properties held) and simulated as if a GPU had one
+    with pytest.raises(ProtocolDefinitionError) as refused:
+        load_protocol("ll", **params)
+    assert message in str(refused.value) and refused.value.field == f"params.{next(iter(params))}"
+
+
+def test_parameters_of_their_default_kind_are_kept():
+    from collsim.ir.types import Sem
+
+    assert load_protocol("ll", flag_bits=64, depth=3).params["flag_bits"] == 64
+    assert load_protocol("atomic-counter", counter_sem=Sem.RELAXED, reset=False).params["reset"] is False
+    with pytest.raises(ProtocolDefinitionError, match="is a Sem"):
+        load_protocol("atomic-counter", counter_sem="relaxed")

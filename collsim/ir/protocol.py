@@ -11,6 +11,7 @@ attributes are its declarations, read by every consumer.
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Mapping
 
@@ -238,6 +239,8 @@ class Protocol:
                 field="params",
                 choices=sorted(self.default_params),
             )
+        for key, value in params.items():
+            _check_param(self.name, key, value, self.default_params[key])
         self.params: dict[str, Any] = {**self.default_params, **params}
         for assumption in self.assumptions:
             get_assumption(assumption)
@@ -333,3 +336,35 @@ class _NoLoop:
 
 def _maybe_peer_loop(b: ProgramBuilder, over_peers: bool):
     return b.loop(PEER_INDEX.name, NRANKS - 1) if over_peers else _NoLoop()
+
+
+#: The widest flag word a GPU access carries (an 8-byte store).
+MAX_FLAG_BITS = 64
+
+
+def _check_param(protocol: str, key: str, value: Any, default: Any) -> None:
+    """A parameter given to a protocol has its default's kind (a bool, a whole number, a string, the same
+    enumeration); ``flag_bits`` is 1 to :data:`MAX_FLAG_BITS`. Anything else would build a program no GPU
+    runs (a 65-bit flag, 2.5 bits) and have it verified and simulated as if one did.
+
+    >>> _check_param("ll", "flag_bits", 65, 32)
+    Traceback (most recent call last):
+    ...
+    collsim.errors.ProtocolDefinitionError: params.flag_bits: protocol 'll': a flag is 1 to 64 bits wide, not 65
+    """
+    if isinstance(default, bool):
+        kind, ok = "true or false", isinstance(value, bool)
+    elif isinstance(default, int):
+        kind, ok = "a whole number", isinstance(value, int) and not isinstance(value, bool)
+    elif isinstance(default, enum.Enum):
+        kind, ok = f"a {type(default).__name__}", isinstance(value, type(default))
+    elif isinstance(default, str):
+        kind, ok = "a string", isinstance(value, str)
+    else:  # tuples of ops, None: the protocol's own code reads them
+        return
+    if not ok:
+        raise ProtocolDefinitionError(f"protocol {protocol!r}: parameter {key!r} is {kind} (its default is "
+                                      f"{default!r}), not {value!r}", field=f"params.{key}")
+    if key == "flag_bits" and not 1 <= value <= MAX_FLAG_BITS:
+        raise ProtocolDefinitionError(f"protocol {protocol!r}: a flag is 1 to {MAX_FLAG_BITS} bits wide, not {value}",
+                                      field=f"params.{key}")
