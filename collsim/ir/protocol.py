@@ -25,7 +25,7 @@ from collsim.ir.ops import Source
 from collsim.ir.program import ProgramBuilder
 
 __all__ = ["DataDomain", "Send", "Recv", "Exchange", "ReduceExchange", "Launch", "Protocol", "PEER", "PEER_INDEX",
-           "peer_ranks"]
+           "peer_ranks", "MAX_FLAG_BITS"]
 
 #: The loop variable of an exchange over all peers (0 .. NRANKS-2) ...
 PEER_INDEX = Var("k")

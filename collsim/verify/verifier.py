@@ -30,7 +30,7 @@ import z3
 from collsim.errors import InputError, is_interrupt
 from collsim.executors import check_executor_options, map_tasks
 from collsim.ir.assumptions import get_assumption
-from collsim.ir.protocol import Protocol
+from collsim.ir.protocol import MAX_FLAG_BITS, Protocol
 from collsim.ir.registry import list_mutants, list_protocols, load_protocol
 from collsim.verify import cache as _cache
 from collsim.verify.events import Event, Instr
@@ -343,8 +343,8 @@ def _resolve(protocol: str | Protocol, flag_bits: int | None) -> Protocol:
     if flag_bits is not None:
         if "flag_bits" not in proto.default_params:
             raise InputError(f"protocol {proto.name!r} has no flag width to set", field="--flag-bits")
-        if not 1 <= flag_bits <= 64:
-            raise InputError("a flag is 1 to 64 bits wide", field="--flag-bits")
+        if not 1 <= flag_bits <= MAX_FLAG_BITS:
+            raise InputError(f"a flag is 1 to {MAX_FLAG_BITS} bits wide", field="--flag-bits")
         params["flag_bits"] = flag_bits
     if isinstance(protocol, Protocol):
         return type(protocol)(**params)
