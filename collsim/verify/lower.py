@@ -185,22 +185,22 @@ class DataPath(NamedTuple):
         >>> path.describe(lines=False)[:60]
         'default of 2 threads per rank, since the data path is wider '
         """
-        count = {(True, True): (f"{self.default_threads} thread x {self.default_lines} line", "--threads/--lines"),
-                 (True, False): (f"{self.default_threads} thread per rank", "--threads"),
-                 (False, True): (f"{self.default_lines} line per chunk", "--lines")}[(threads, lines)]
+        if threads and lines:
+            narrow, bound = "1 thread x 1 line", "bound of 2 threads x 2 lines per chunk"
+            flags = "--threads/--lines override"
+        elif threads:
+            narrow, bound, flags = "1 thread per rank", "of 2 threads per rank", "--threads overrides"
+        else:
+            narrow, bound, flags = "1 line per chunk", "of 2 lines per chunk", "--lines overrides"
         if not self.wide:
-            return f"data path of one line and one lane: {count[0]} covers it"
+            return f"data path of one line and one lane: {narrow} covers it"
         what = []
         if self.lines > 1:
             what.append(f"one operation covers up to {self.lines} lines of a {REALISTIC_LINES}-line send"
                         + (", split among the block's threads" if self.shared else ""))
         if self.lanes > 1:
             what.append(f"a line has {self.lanes} store lanes")
-        bound = {(True, True): "bound of 2 threads x 2 lines per chunk", (True, False): "of 2 threads per rank",
-                 (False, True): "of 2 lines per chunk"}[(threads, lines)]
-        verb = "override" if threads and lines else "overrides"
-        return (f"default {bound}, since the data path is wider than one: "
-                + " and ".join(what) + f" ({count[1]} {verb})")
+        return f"default {bound}, since the data path is wider than one: " + " and ".join(what) + f" ({flags})"
 
 
 def data_path(protocol: Protocol, algorithm: str) -> DataPath:
